@@ -1,0 +1,509 @@
+#!/usr/bin/env bash
+# Local backing services for the payment service, run natively (the target machines
+# have no Docker engine): PostgreSQL 15, Redis, Kafka 3.9 in single-node KRaft mode.
+# Everything listens on 127.0.0.1 only; all data and logs live under $STACK_DIR
+# (default: <repo>/.stack).
+#
+# Usage: scripts/stack.sh install
+#        scripts/stack.sh start  [postgres|redis|kafka ...]   (default: all)
+#        scripts/stack.sh stop   [postgres|redis|kafka ...]   (default: all)
+#        scripts/stack.sh status [postgres|redis|kafka ...]   (exit 0 all running, 3 otherwise)
+#        scripts/stack.sh env                                 (export lines for the app/tests)
+#
+# Environment: STACK_DIR, PGPORT_STACK (5432), REDIS_PORT_STACK (6379),
+#              KAFKA_PORT_STACK (9092), KAFKA_CONTROLLER_PORT_STACK (9093),
+#              STACK_WAIT_SECS (120, per service readiness timeout).
+# SC2174: "mkdir -p -m" applying the mode to the last component only is intended (never
+# chmod a pre-existing dir). SC2016: single-quoted $$/$0/$@ are meant for the inner bash.
+# shellcheck disable=SC2174,SC2016
+set -euo pipefail
+
+ROOT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+STACK_DIR="${STACK_DIR:-$ROOT_DIR/.stack}"
+case "$STACK_DIR" in /*) ;; *) STACK_DIR="$PWD/$STACK_DIR" ;; esac
+
+PG_PORT="${PGPORT_STACK:-5432}"
+REDIS_PORT="${REDIS_PORT_STACK:-6379}"
+KAFKA_PORT="${KAFKA_PORT_STACK:-9092}"
+KAFKA_CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT_STACK:-9093}"
+WAIT_SECS="${STACK_WAIT_SECS:-120}"
+
+APP_DB=payments
+APP_USER=payments
+APP_PASSWORD=payments
+
+PG_BIN=/usr/lib/postgresql/15/bin
+PG_DIR="$STACK_DIR/postgres"
+PG_DATA="$PG_DIR/data"
+PG_LOG="$PG_DIR/log/postgres.log"
+PG_SOCK="$PG_DIR/run"            # unix socket dir (path must stay < ~100 chars)
+
+REDIS_DIR="$STACK_DIR/redis"
+REDIS_PID="$REDIS_DIR/redis.pid"
+REDIS_LOG="$REDIS_DIR/redis.log"
+
+KAFKA_SRC="$ROOT_DIR/scripts/kafka"  # pom.xml, templates (versioned)
+KAFKA_DIR="$STACK_DIR/kafka"
+KAFKA_LIBS="$KAFKA_DIR/libs"
+KAFKA_DATA="$KAFKA_DIR/data"
+KAFKA_LOGDIR="$KAFKA_DIR/log"
+KAFKA_CONF="$KAFKA_DIR/server.properties"
+KAFKA_PID="$KAFKA_DIR/kafka.pid"
+KAFKA_STOP_SECS=60                   # TERM grace period before KILL
+
+ALL_SERVICES=(postgres redis kafka)
+
+# ---------------------------------------------------------------- helpers
+
+log() { printf '[stack] %s\n' "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# True if something accepts TCP connections on 127.0.0.1:$1 (bash built-in, no nc needed).
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# True if the process exists and is not a zombie (in containers pid 1 may be slow to
+# reap orphans, and kill -0 succeeds on a zombie).
+pid_alive() {
+  local stat
+  kill -0 "$1" 2>/dev/null || return 1
+  stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 0
+  stat="${stat##*) }"
+  [[ ${stat%% *} != Z ]]
+}
+
+# Reads a pid file; true if that process is alive. Prints the pid.
+pid_from() {
+  local pid
+  [[ -f $1 ]] || return 1
+  pid="$(<"$1")"
+  [[ $pid =~ ^[0-9]+$ ]] && pid_alive "$pid" && echo "$pid"
+}
+
+tail_logs() {
+  local f
+  for f in "$@"; do
+    [[ -s $f ]] || continue
+    log "---- last lines of $f"
+    tail -n 30 "$f" >&2
+  done
+}
+
+# wait_for NAME PROBE_FN ALIVE_FN LOGFILE...: poll PROBE_FN once a second until it
+# succeeds; give up after WAIT_SECS, or at once if ALIVE_FN says the process died.
+wait_for() {
+  local name=$1 probe=$2 alive=$3 deadline=$((SECONDS + WAIT_SECS))
+  shift 3
+  until "$probe"; do
+    if ! "$alive"; then
+      log "$name exited during startup"
+      tail_logs "$@"
+      die "$name failed to start"
+    fi
+    if ((SECONDS >= deadline)); then
+      log "$name did not answer within ${WAIT_SECS}s"
+      tail_logs "$@"
+      die "$name not ready"
+    fi
+    sleep 1
+  done
+}
+
+# Sends TERM, waits up to $2 s, then KILL.
+kill_wait() {
+  local pid=$1 secs=$2 i
+  kill -TERM "$pid" 2>/dev/null || return 0
+  for ((i = 0; i < secs * 5; i++)); do
+    pid_alive "$pid" || return 0
+    sleep 0.2
+  done
+  log "pid $pid still alive after ${secs}s, sending KILL"
+  kill -KILL "$pid" 2>/dev/null || true
+}
+
+# Serialises install/start/stop (parallel test runners may call start at once).
+# Daemons are launched with 9>&- so they do not inherit (and hold) this lock.
+take_lock() {
+  mkdir -p -m 755 "$STACK_DIR"
+  exec 9>"$STACK_DIR/.lock"
+  flock -w 600 9 || die "timed out waiting for another stack.sh (lock $STACK_DIR/.lock)"
+}
+
+# ---------------------------------------------------------------- install
+
+pkg_installed() { [[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" == "install ok installed" ]]; }
+
+install_packages() {
+  local missing=()
+  { pkg_installed postgresql && [[ -x $PG_BIN/initdb ]]; } || missing+=(postgresql)
+  { pkg_installed redis-server && command -v redis-cli >/dev/null; } || missing+=(redis-server)
+  command -v java >/dev/null || missing+=(default-jre-headless)
+  command -v mvn >/dev/null || missing+=(maven)
+  if ((${#missing[@]} == 0)); then return 0; fi
+
+  ((EUID == 0)) || die "missing packages: ${missing[*]} (install them or run as root)"
+  mkdir -p -m 755 "$STACK_DIR"
+  local apt_log="$STACK_DIR/apt.log" policy=/usr/sbin/policy-rc.d
+  log "installing ${missing[*]} via apt-get (log: $apt_log)"
+
+  # policy-rc.d exit 101 = "do not start services": keeps the distro cluster (5432) and
+  # the distro redis (6379) from grabbing our ports during the install.
+  local own_policy=0
+  if [[ ! -e $policy ]]; then
+    printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy" && own_policy=1
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+  fi
+  local rc=0
+  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+      --no-install-recommends "${missing[@]}"; } >"$apt_log" 2>&1 || rc=$?
+  if ((own_policy)); then rm -f "$policy"; trap - EXIT; fi
+  if ((rc != 0)); then tail_logs "$apt_log"; die "apt-get failed"; fi
+
+  disable_distro_services
+}
+
+# policy-rc.d is not honoured everywhere (e.g. systemd units started by other means);
+# make sure the packaged services are stopped and will not come back at boot.
+disable_distro_services() {
+  if command -v pg_ctlcluster >/dev/null && [[ -d /etc/postgresql/15/main ]]; then
+    pg_ctlcluster 15 main stop >/dev/null 2>&1 || true
+    sed -i 's/^auto$/manual/' /etc/postgresql/15/main/start.conf 2>/dev/null || true
+  fi
+  if [[ -d /run/systemd/system ]]; then
+    systemctl disable --now redis-server postgresql >/dev/null 2>&1 || true
+  else
+    service redis-server stop >/dev/null 2>&1 || true
+    update-rc.d redis-server disable >/dev/null 2>&1 || true
+  fi
+}
+
+kafka_version() { sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$KAFKA_SRC/pom.xml"; }
+
+# Kafka comes from Maven Central as jars (no tarball): copy the broker and its runtime
+# dependencies into libs/. Downloaded into a temp dir first so an interrupted run never
+# leaves a half-filled libs/ that looks complete.
+install_kafka() {
+  local version tmp
+  version="$(kafka_version)"
+  [[ -n $version ]] || die "cannot read <kafka.version> from $KAFKA_SRC/pom.xml"
+  [[ -f $KAFKA_LIBS/kafka_2.13-$version.jar ]] && return 0
+
+  mkdir -p "$KAFKA_LOGDIR"
+  tmp="$KAFKA_DIR/libs.tmp"
+  rm -rf "$tmp"
+  log "downloading Kafka $version jars from Maven Central (log: $KAFKA_LOGDIR/mvn.log)"
+  if ! mvn -q -B -f "$KAFKA_SRC/pom.xml" dependency:copy-dependencies \
+      -DincludeScope=runtime -DoutputDirectory="$tmp" >"$KAFKA_LOGDIR/mvn.log" 2>&1; then
+    tail_logs "$KAFKA_LOGDIR/mvn.log"
+    die "maven download of Kafka failed"
+  fi
+  [[ -f $tmp/kafka_2.13-$version.jar ]] || die "kafka_2.13-$version.jar missing after maven run"
+  rm -rf "$KAFKA_LIBS"
+  mv "$tmp" "$KAFKA_LIBS"
+}
+
+cmd_install() {
+  install_packages
+  install_kafka
+}
+
+# ---------------------------------------------------------------- postgres
+
+# The postmaster refuses to run as root: run server-side commands as the postgres user.
+as_pg() {
+  if ((EUID == 0)); then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+# First line of postmaster.pid is the postmaster's pid (the file outlives a crash).
+pg_pid() {
+  local pid
+  [[ -f $PG_DATA/postmaster.pid ]] || return 1
+  pid="$(head -n 1 "$PG_DATA/postmaster.pid")"
+  [[ $pid =~ ^[0-9]+$ ]] && pid_alive "$pid" && echo "$pid"
+}
+pg_running() { pg_pid >/dev/null; }
+pg_answers() { "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" -t 2; }
+
+# The real readiness check: the app role can log in over TCP with its password.
+pg_app_ready() {
+  [[ "$(PGPASSWORD="$APP_PASSWORD" PGCONNECT_TIMEOUT=5 psql -X -q -tA -h 127.0.0.1 -p "$PG_PORT" \
+        -U "$APP_USER" -d "$APP_DB" -c 'select 1' 2>/dev/null)" == 1 ]]
+}
+
+pg_init() {
+  mkdir -p -m 755 "$PG_DIR" "$PG_DIR/log" "$PG_SOCK"
+  if ((EUID == 0)); then chown postgres:postgres "$PG_DIR" "$PG_DIR/log" "$PG_SOCK"; fi
+  as_pg test -w "$PG_DIR" ||
+    die "user postgres cannot write $PG_DIR (is a parent directory not traversable?)"
+
+  if [[ ! -f $PG_DATA/PG_VERSION ]]; then
+    log "initdb $PG_DATA"
+    # Local socket: trust (bootstrap as superuser). TCP: password (scram) for everyone.
+    if ! as_pg "$PG_BIN/initdb" -D "$PG_DATA" -U postgres -E UTF8 --locale=C.UTF-8 \
+        --auth-local=trust --auth-host=scram-sha-256 >"$PG_DIR/log/initdb.log" 2>&1; then
+      tail_logs "$PG_DIR/log/initdb.log"
+      die "initdb failed"
+    fi
+    echo "include_if_exists = 'stack.conf'" | as_pg tee -a "$PG_DATA/postgresql.conf" >/dev/null
+  fi
+
+  # Rewritten on every start so changes here apply after a restart.
+  as_pg tee "$PG_DATA/stack.conf" >/dev/null <<EOF
+# Generated by scripts/stack.sh; do not edit.
+listen_addresses = '127.0.0.1'
+port = $PG_PORT
+unix_socket_directories = '$PG_SOCK'
+max_connections = 200
+shared_buffers = 256MB
+# Payment data: never trade durability for speed, not even in tests.
+fsync = on
+full_page_writes = on
+password_encryption = scram-sha-256
+EOF
+}
+
+# Idempotent: app role (password re-set every time) and its database.
+pg_bootstrap() {
+  psql -X -q -v ON_ERROR_STOP=1 -h "$PG_SOCK" -p "$PG_PORT" -U postgres -d postgres >/dev/null <<EOF
+DO \$\$
+BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '$APP_USER') THEN
+    CREATE ROLE $APP_USER LOGIN CREATEDB PASSWORD '$APP_PASSWORD';
+  ELSE
+    ALTER ROLE $APP_USER LOGIN CREATEDB PASSWORD '$APP_PASSWORD';
+  END IF;
+END
+\$\$;
+SELECT 'CREATE DATABASE $APP_DB OWNER $APP_USER'
+ WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = '$APP_DB') \gexec
+EOF
+}
+
+start_postgres() {
+  pg_init
+  if pg_running; then
+    log "postgres already running (pid $(pg_pid))"
+  else
+    if port_open "$PG_PORT"; then
+      die "port $PG_PORT is taken by another process (distro cluster? try: pg_ctlcluster 15 main stop)"
+    fi
+    log "starting postgres on 127.0.0.1:$PG_PORT"
+    if ! as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" -l "$PG_LOG" -w -t "$WAIT_SECS" -s start 9>&-; then
+      tail_logs "$PG_LOG"
+      die "postgres failed to start"
+    fi
+  fi
+  wait_for postgres pg_answers pg_running "$PG_LOG"
+  pg_bootstrap || die "creating role/database $APP_USER failed"
+  wait_for postgres pg_app_ready pg_running "$PG_LOG"
+}
+
+stop_postgres() {
+  if ! pg_running; then
+    log "postgres already stopped"
+    return 0
+  fi
+  log "stopping postgres"
+  as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" -m fast -w -t 60 -s stop 9>&- || die "pg_ctl stop failed"
+}
+
+# ---------------------------------------------------------------- redis
+
+redis_pid() { pid_from "$REDIS_PID"; }
+redis_running() { redis_pid >/dev/null; }
+redis_answers() { [[ "$(redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping 2>/dev/null)" == PONG ]]; }
+# redis writes its pid file only after binding, so "no pid file yet" is not "dead".
+redis_alive() { [[ ! -f $REDIS_PID ]] || redis_running; }
+
+start_redis() {
+  mkdir -p "$REDIS_DIR"
+  if redis_running; then
+    log "redis already running (pid $(redis_pid))"
+  else
+    if port_open "$REDIS_PORT"; then
+      die "port $REDIS_PORT is taken by another process (distro redis? try: service redis-server stop)"
+    fi
+    rm -f "$REDIS_PID"
+    log "starting redis on 127.0.0.1:$REDIS_PORT"
+    # No config file: everything on the command line; cache only, no persistence.
+    redis-server --daemonize yes --bind 127.0.0.1 --port "$REDIS_PORT" \
+      --dir "$REDIS_DIR" --pidfile "$REDIS_PID" --logfile "$REDIS_LOG" \
+      --save "" --appendonly no >/dev/null 9>&- || die "redis-server failed to start"
+  fi
+  wait_for redis redis_answers redis_alive "$REDIS_LOG"
+}
+
+stop_redis() {
+  local pid
+  if ! pid="$(redis_pid)"; then
+    log "redis already stopped"
+    rm -f "$REDIS_PID"
+    return 0
+  fi
+  log "stopping redis"
+  redis-cli -h 127.0.0.1 -p "$REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
+  kill_wait "$pid" 10   # no-op if shutdown already ended it
+  rm -f "$REDIS_PID"
+}
+
+# ---------------------------------------------------------------- kafka
+
+# Runs a Kafka CLI class (bounded in time, errors-only logging).
+kafka_tool() {
+  timeout 60 java -Xmx256m -Dlog4j.configuration="file:$KAFKA_SRC/tools-log4j.properties" \
+    -cp "$KAFKA_LIBS/*" "$@"
+}
+
+kafka_pid() {
+  local pid
+  pid="$(pid_from "$KAFKA_PID")" || return 1
+  # Guard against pid reuse after a crash/reboot.
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'kafka\.Kafka' || return 1
+  echo "$pid"
+}
+kafka_running() { kafka_pid >/dev/null; }
+kafka_alive() { [[ ! -f $KAFKA_PID ]] || kafka_running; }
+
+# Real metadata round trip (ListTopics); port check first to avoid a JVM start per second.
+kafka_answers() {
+  port_open "$KAFKA_PORT" &&
+    kafka_tool org.apache.kafka.tools.TopicCommand --bootstrap-server "127.0.0.1:$KAFKA_PORT" \
+      --command-config "$KAFKA_SRC/probe-client.properties" --list >/dev/null 2>&1
+}
+
+kafka_render_conf() {
+  sed -e "s|@PORT@|$KAFKA_PORT|g" \
+      -e "s|@CONTROLLER_PORT@|$KAFKA_CONTROLLER_PORT|g" \
+      -e "s|@DATA_DIR@|$KAFKA_DATA|g" \
+      "$KAFKA_SRC/server.properties.template" >"$KAFKA_CONF"
+}
+
+# KRaft needs its storage formatted with a cluster id exactly once.
+kafka_format() {
+  [[ -f $KAFKA_DATA/meta.properties ]] && return 0
+  local id
+  id="$(kafka_tool kafka.tools.StorageTool random-uuid)" || die "StorageTool random-uuid failed"
+  log "formatting Kafka storage (cluster id $id)"
+  kafka_tool kafka.tools.StorageTool format -t "$id" -c "$KAFKA_CONF" \
+    >>"$KAFKA_LOGDIR/format.log" 2>&1 || { tail_logs "$KAFKA_LOGDIR/format.log"; die "kafka format failed"; }
+}
+
+start_kafka() {
+  mkdir -p "$KAFKA_DATA" "$KAFKA_LOGDIR"
+  if kafka_running; then
+    log "kafka already running (pid $(kafka_pid))"
+  else
+    local p
+    for p in "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT"; do
+      if port_open "$p"; then die "port $p is taken by another process"; fi
+    done
+    kafka_render_conf
+    kafka_format
+    rm -f "$KAFKA_PID"
+    log "starting kafka on 127.0.0.1:$KAFKA_PORT (controller $KAFKA_CONTROLLER_PORT)"
+    # setsid + nohup: own session, survives the calling shell/CI step. The inner bash
+    # records its own pid and then exec's java, so the pid file holds the JVM's pid.
+    setsid nohup bash -c 'echo $$ >"$0"; exec "$@"' "$KAFKA_PID" \
+      java -Xms256m -Xmx512m -XX:+UseG1GC -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true \
+      -Dkafka.logs.dir="$KAFKA_LOGDIR" -Dlog4j.configuration="file:$KAFKA_SRC/log4j.properties" \
+      -cp "$KAFKA_LIBS/*" kafka.Kafka "$KAFKA_CONF" \
+      </dev/null >>"$KAFKA_LOGDIR/kafka.out" 2>&1 9>&- &
+  fi
+  wait_for kafka kafka_answers kafka_alive "$KAFKA_LOGDIR/kafka.out" "$KAFKA_LOGDIR/server.log"
+}
+
+stop_kafka() {
+  local pid
+  if ! pid="$(kafka_pid)"; then
+    log "kafka already stopped"
+    rm -f "$KAFKA_PID"
+    return 0
+  fi
+  log "stopping kafka (pid $pid)"
+  kill_wait "$pid" "$KAFKA_STOP_SECS"
+  rm -f "$KAFKA_PID"
+}
+
+# ---------------------------------------------------------------- commands
+
+status_line() {
+  local name=$1 port=$2 pid=$3 answers=$4 state
+  if [[ -z $pid ]]; then state=stopped
+  elif $answers; then state=running
+  else state="not-answering"
+  fi
+  printf '%-9s %-14s 127.0.0.1:%-6s %s\n' "$name" "$state" "$port" "${pid:+pid $pid}"
+  [[ $state == running ]]
+}
+
+status_one() {
+  case "$1" in
+    postgres) status_line postgres "$PG_PORT" "$(pg_pid || true)" pg_answers ;;
+    redis) status_line redis "$REDIS_PORT" "$(redis_pid || true)" redis_answers ;;
+    kafka) status_line kafka "$KAFKA_PORT" "$(kafka_pid || true)" 'port_open '"$KAFKA_PORT" ;;
+  esac
+}
+
+cmd_status() {
+  local svc rc=0
+  for svc in "$@"; do status_one "$svc" || rc=3; done
+  return "$rc"
+}
+
+cmd_env() {
+  echo "export DATABASE_URL=postgres://$APP_USER:$APP_PASSWORD@127.0.0.1:$PG_PORT/$APP_DB"
+  echo "export REDIS_URL=redis://127.0.0.1:$REDIS_PORT"
+  echo "export KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT"
+}
+
+# Normalises service arguments (none = all) into SERVICES.
+parse_services() {
+  SERVICES=()
+  if (($# == 0)); then SERVICES=("${ALL_SERVICES[@]}"); return 0; fi
+  local s
+  for s in "$@"; do
+    case "$s" in
+      postgres | postgresql | pg) SERVICES+=(postgres) ;;
+      redis) SERVICES+=(redis) ;;
+      kafka) SERVICES+=(kafka) ;;
+      *) die "unknown service '$s' (postgres|redis|kafka)" ;;
+    esac
+  done
+}
+
+usage() {
+  echo "usage: $0 install|start|stop|status|env [postgres|redis|kafka ...]" >&2
+  exit 2
+}
+
+main() {
+  (($# >= 1)) || usage
+  local cmd=$1 svc t0=$SECONDS
+  shift
+  parse_services "$@"
+  case "$cmd" in
+    install)
+      take_lock
+      cmd_install
+      ;;
+    start)
+      take_lock
+      cmd_install
+      for svc in "${SERVICES[@]}"; do "start_$svc"; done
+      log "ready in $((SECONDS - t0))s"
+      cmd_status "${ALL_SERVICES[@]}" || true
+      ;;
+    stop)
+      take_lock
+      # Reverse dependency order: kafka first, postgres last.
+      for svc in kafka redis postgres; do
+        if [[ " ${SERVICES[*]} " == *" $svc "* ]]; then "stop_$svc"; fi
+      done
+      ;;
+    status) cmd_status "${SERVICES[@]}" ;;
+    env) cmd_env ;;
+    -h | --help | help) usage ;;
+    *) usage ;;
+  esac
+}
+
+main "$@"
