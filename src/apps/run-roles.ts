@@ -1,0 +1,45 @@
+import { ConfigError, loadConfig } from '../platform/config.js';
+import { createLogger } from '../platform/logger.js';
+import { createPlatform } from '../platform/platform.js';
+import { registerShutdown } from '../platform/shutdown.js';
+import { startApi } from './api/start-api.js';
+import { startRelay } from './relay/start-relay.js';
+import type { RunningRole } from './running-role.js';
+import { startSettlement } from './settlement/start-settlement.js';
+
+const starters = { api: startApi, relay: startRelay, settlement: startSettlement } as const;
+export type RoleName = keyof typeof starters;
+
+/**
+ * The composition root shared by every entry point: config, logger, clients, the requested
+ * roles, and graceful shutdown on SIGTERM/SIGINT. A bad setting exits 1 with one line.
+ */
+export async function runRoles(roles: readonly RoleName[]): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+  const logger = createLogger(config, { service: 'payments', roles: roles.join(',') });
+  const platform = await createPlatform(config, logger);
+  const running: RunningRole[] = [];
+  try {
+    for (const role of roles) running.push(await starters[role](platform));
+  } catch (error) {
+    logger.fatal({ err: error }, 'start-up failed');
+    await Promise.allSettled(running.map((role) => role.close()));
+    await platform.close();
+    process.exit(1);
+  }
+  registerShutdown(
+    logger,
+    [...running.map((role) => role.close), platform.close],
+    config.SHUTDOWN_TIMEOUT_MS,
+  );
+  logger.info({ roles }, 'ready');
+}

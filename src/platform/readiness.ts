@@ -1,0 +1,56 @@
+/** A named dependency probe; it throws when the dependency cannot serve. */
+export interface DependencyCheck {
+  name: string;
+  check: () => Promise<void>;
+}
+
+export interface CheckResult {
+  name: string;
+  status: 'up' | 'down';
+  latency_ms: number;
+  error?: string;
+}
+
+export interface ReadinessReport {
+  status: 'ready' | 'not_ready';
+  checks: CheckResult[];
+}
+
+/** Runs every check concurrently, each bounded by `timeoutMs`, and never throws. */
+export async function checkReadiness(
+  checks: readonly DependencyCheck[],
+  timeoutMs: number,
+): Promise<ReadinessReport> {
+  const results = await Promise.all(checks.map((check) => runCheck(check, timeoutMs)));
+  return {
+    status: results.every((result) => result.status === 'up') ? 'ready' : 'not_ready',
+    checks: results,
+  };
+}
+
+async function runCheck(check: DependencyCheck, timeoutMs: number): Promise<CheckResult> {
+  const started = performance.now();
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      reject(new Error(`no answer within ${timeoutMs} ms`));
+    }, timeoutMs);
+  });
+  try {
+    await Promise.race([check.check(), timeout]);
+    return { name: check.name, status: 'up', latency_ms: elapsed(started) };
+  } catch (error) {
+    return {
+      name: check.name,
+      status: 'down',
+      latency_ms: elapsed(started),
+      error: error instanceof Error ? error.message : String(error),
+    };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function elapsed(started: number): number {
+  return Math.round((performance.now() - started) * 10) / 10;
+}

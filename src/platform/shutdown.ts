@@ -1,0 +1,51 @@
+import type { Logger } from './logger.js';
+
+export type CloseFn = () => Promise<void>;
+
+/**
+ * On SIGTERM or SIGINT runs the close functions in order (stop intake first, close clients
+ * last), bounded by `timeoutMs`, then exits: 0 when everything closed, 1 otherwise.
+ * A second signal exits at once.
+ */
+export function registerShutdown(
+  logger: Logger,
+  closers: readonly CloseFn[],
+  timeoutMs: number,
+): void {
+  let shuttingDown = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (shuttingDown) {
+      logger.warn({ signal }, 'second signal: exiting immediately');
+      process.exit(1);
+    }
+    shuttingDown = true;
+    logger.info({ signal }, 'shutting down');
+    const timer = setTimeout(() => {
+      logger.error({ timeoutMs }, 'shutdown timed out; exiting');
+      process.exit(1);
+    }, timeoutMs);
+    timer.unref();
+    void runClosers(closers, logger).then((ok) => {
+      clearTimeout(timer);
+      logger.info('shutdown complete');
+      logger.flush();
+      process.exit(ok ? 0 : 1);
+    });
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+}
+
+/** Runs each closer even when an earlier one failed; returns whether all succeeded. */
+export async function runClosers(closers: readonly CloseFn[], logger: Logger): Promise<boolean> {
+  let ok = true;
+  for (const close of closers) {
+    try {
+      await close();
+    } catch (error) {
+      ok = false;
+      logger.error({ err: error }, 'error during shutdown');
+    }
+  }
+  return ok;
+}
