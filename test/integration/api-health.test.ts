@@ -1,0 +1,97 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApi } from '../../src/apps/api/start-api.js';
+import type { RunningRole } from '../../src/apps/running-role.js';
+import { createLogger } from '../../src/platform/logger.js';
+import { createPlatform, type Platform } from '../../src/platform/platform.js';
+import { testConfig } from '../support/isolation.js';
+
+interface Served {
+  platform: Platform;
+  api: RunningRole & { port: number };
+  url: (path: string) => string;
+}
+
+async function serve(overrides: Record<string, string> = {}): Promise<Served> {
+  const config = testConfig(overrides);
+  const platform = await createPlatform(config, createLogger(config));
+  const api = await startApi(platform);
+  return { platform, api, url: (path) => `http://127.0.0.1:${api.port}${path}` };
+}
+
+async function stop(served: Served) {
+  await served.api.close();
+  await served.platform.close();
+}
+
+let healthy: Served;
+beforeAll(async () => {
+  healthy = await serve();
+});
+afterAll(async () => {
+  await stop(healthy);
+});
+
+describe('health endpoints', () => {
+  it('when the process runs, then /healthz answers 200 without touching dependencies', async () => {
+    const res = await fetch(healthy.url('/healthz'));
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ status: 'ok' });
+  });
+
+  it('when Postgres, Redis and Kafka answer, then /readyz is 200 and lists all three as up', async () => {
+    const res = await fetch(healthy.url('/readyz'));
+    const body = (await res.json()) as {
+      status: string;
+      checks: { name: string; status: string }[];
+    };
+    expect(res.status).toBe(200);
+    expect(body.status).toBe('ready');
+    expect(body.checks.map((c) => [c.name, c.status])).toEqual([
+      ['postgres', 'up'],
+      ['redis', 'up'],
+      ['kafka', 'up'],
+    ]);
+  });
+
+  it('when Redis is unreachable, then /readyz is 503 and names redis as down', async () => {
+    const broken = await serve({ REDIS_URL: 'redis://127.0.0.1:1', READINESS_TIMEOUT_MS: '500' });
+    try {
+      const res = await fetch(broken.url('/readyz'));
+      const body = (await res.json()) as { checks: { name: string; status: string }[] };
+      expect(res.status).toBe(503);
+      expect(body.checks.find((c) => c.name === 'redis')?.status).toBe('down');
+      expect(body.checks.find((c) => c.name === 'postgres')?.status).toBe('up');
+    } finally {
+      await stop(broken);
+    }
+  });
+
+  it('when Postgres is unreachable, then /readyz is 503 and names postgres as down', async () => {
+    const broken = await serve({
+      DATABASE_URL: 'postgres://payments:payments@127.0.0.1:1/payments',
+      READINESS_TIMEOUT_MS: '500',
+    });
+    try {
+      const res = await fetch(broken.url('/readyz'));
+      const body = (await res.json()) as { checks: { name: string; status: string }[] };
+      expect(res.status).toBe(503);
+      expect(body.checks.find((c) => c.name === 'postgres')?.status).toBe('down');
+    } finally {
+      await stop(broken);
+    }
+  });
+
+  it('when a client sends X-Request-Id, then the response echoes it; otherwise one is minted', async () => {
+    const echoed = await fetch(healthy.url('/healthz'), { headers: { 'X-Request-Id': 'abc-123' } });
+    expect(echoed.headers.get('x-request-id')).toBe('abc-123');
+    const minted = await fetch(healthy.url('/healthz'));
+    expect(minted.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('when a route does not exist, then the answer is a problem+json 404', async () => {
+    const res = await fetch(healthy.url('/nope'));
+    expect(res.status).toBe(404);
+    expect(res.headers.get('content-type')).toContain('application/problem+json');
+    expect(await res.json()).toMatchObject({ status: 404, code: 'not_found' });
+  });
+});

@@ -1,0 +1,70 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createIdempotentProducer,
+  createKafka,
+  ensureTopics,
+  type Admin,
+  type KafkaClient,
+} from '../../src/platform/kafka.js';
+import { createLogger } from '../../src/platform/logger.js';
+import { testConfig, uniqueSuffix, uniqueTopic } from '../support/isolation.js';
+
+let kafka: KafkaClient;
+let admin: Admin;
+const topic = uniqueTopic('roundtrip');
+
+beforeAll(async () => {
+  const config = testConfig();
+  kafka = createKafka(config, createLogger(config));
+  admin = kafka.admin();
+  await admin.connect();
+  await ensureTopics(admin, [topic], 3);
+});
+afterAll(async () => {
+  await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
+  await admin.disconnect();
+});
+
+describe('kafka (real broker, per-file topics)', () => {
+  it('when the idempotent producer sends, then a consumer reads the same key, value and headers', async () => {
+    const producer = createIdempotentProducer(kafka);
+    await producer.connect();
+    const sent = Array.from({ length: 5 }, (_, i) => ({
+      key: `payment-${i}`,
+      value: JSON.stringify({ n: i }),
+      headers: { ce_id: `id-${i}`, ce_type: 'test.event' },
+    }));
+    await producer.send({ topic, acks: -1, messages: sent });
+    await producer.disconnect();
+
+    const consumer = kafka.consumer({ groupId: `roundtrip-${uniqueSuffix()}` });
+    await consumer.connect();
+    await consumer.subscribe({ topic, fromBeginning: true });
+    const received: { key: string; value: string; ceId: string }[] = [];
+    const done = new Promise<void>((resolve) => {
+      void consumer.run({
+        eachMessage: ({ message }) => {
+          received.push({
+            key: message.key?.toString() ?? '',
+            value: message.value?.toString() ?? '',
+            ceId: message.headers?.ce_id?.toString() ?? '',
+          });
+          if (received.length === sent.length) resolve();
+          return Promise.resolve();
+        },
+      });
+    });
+    await done;
+    await consumer.disconnect();
+
+    expect(received.sort((x, y) => x.key.localeCompare(y.key))).toEqual(
+      sent.map((m) => ({ key: m.key, value: m.value, ceId: m.headers.ce_id })),
+    );
+  });
+
+  it('when topics already exist, then ensureTopics leaves them alone', async () => {
+    await ensureTopics(admin, [topic], 7);
+    const metadata = await admin.fetchTopicMetadata({ topics: [topic] });
+    expect(metadata.topics[0]?.partitions).toHaveLength(3);
+  });
+});

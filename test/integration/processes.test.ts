@@ -1,0 +1,135 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { REPO_ROOT } from '../support/services.js';
+import { createTestDatabase, testConfig } from '../support/isolation.js';
+
+interface Exited {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function startProcess(entry: string, env: Record<string, string>) {
+  const child = spawn(process.execPath, [path.join(REPO_ROOT, 'dist', entry)], {
+    cwd: REPO_ROOT,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<Exited>((resolve) => {
+    child.on('exit', (code) => {
+      resolve({ code, stdout, stderr });
+    });
+  });
+  /** Resolves with the first JSON log line that has `msg`. */
+  const waitForLog = (msg: string) =>
+    new Promise<Record<string, unknown>>((resolve, reject) => {
+      const scan = () => {
+        for (const line of stdout.split('\n')) {
+          if (!line.startsWith('{')) continue;
+          const entry = JSON.parse(line) as Record<string, unknown>;
+          if (entry.msg === msg) {
+            resolve(entry);
+            return true;
+          }
+        }
+        return false;
+      };
+      if (scan()) return;
+      child.stdout.on('data', () => scan());
+      void exited.then((e) => {
+        reject(new Error(`exited ${e.code} before "${msg}": ${e.stderr}${e.stdout}`));
+      });
+    });
+  return { child, exited, waitForLog };
+}
+
+/** The environment of a process under test: this run's services, nothing from the shell. */
+function processEnv(overrides: Record<string, string> = {}): Record<string, string> {
+  const config = testConfig();
+  return {
+    DATABASE_URL: config.DATABASE_URL,
+    REDIS_URL: config.REDIS_URL,
+    KAFKA_BROKERS: config.KAFKA_BROKERS.join(','),
+    KAFKA_CONSUMER_GROUP: config.KAFKA_CONSUMER_GROUP,
+    PORT: '0',
+    LOG_LEVEL: 'info',
+    ...overrides,
+  };
+}
+
+describe('process entry points', () => {
+  it.each([
+    [
+      'PORT',
+      'abc',
+      'invalid configuration: PORT must be an integer between 0 and 65535 (got "abc")',
+    ],
+    ['DATABASE_URL', 'not a url', 'invalid configuration: DATABASE_URL must be a URL like'],
+    [
+      'KAFKA_BROKERS',
+      'localhost',
+      'invalid configuration: KAFKA_BROKERS each broker must be host:port',
+    ],
+  ])('when %s=%j, then the process exits 1 with one line naming it', async (name, value, line) => {
+    for (const entry of ['apps/api/main.js', 'apps/all/main.js', 'scripts/migrate.js']) {
+      const { exited } = startProcess(entry, processEnv({ [name]: value }));
+      const result = await exited;
+      expect(result.code, entry).toBe(1);
+      expect(result.stdout, entry).toBe('');
+      const lines = result.stderr.trimEnd().split('\n');
+      expect(lines, entry).toHaveLength(1);
+      expect(lines[0], entry).toContain(line);
+    }
+  });
+
+  it('when all roles run in one process, then /readyz is 200 and SIGTERM exits 0 after draining', async () => {
+    const proc = startProcess('apps/all/main.js', processEnv());
+    const listening = await proc.waitForLog('api listening');
+    await Promise.all([proc.waitForLog('relay ready'), proc.waitForLog('settlement ready')]);
+    const res = await fetch(`http://127.0.0.1:${String(listening.port)}/readyz`);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { checks: { name: string; status: string }[] };
+    expect(body.checks.map((c) => c.status)).toEqual(['up', 'up', 'up']);
+
+    proc.child.kill('SIGTERM');
+    const result = await proc.exited;
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('"msg":"shutdown complete"');
+  });
+
+  it.each(['api', 'relay', 'settlement'])(
+    'when the %s role runs alone, then it reports ready and exits 0 on SIGINT',
+    async (role) => {
+      const proc = startProcess(`apps/${role}/main.js`, processEnv());
+      await proc.waitForLog(role === 'api' ? 'api listening' : `${role} ready`);
+      proc.child.kill('SIGINT');
+      expect((await proc.exited).code).toBe(0);
+    },
+  );
+
+  it('when migrate runs twice on a new database, then the second run applies nothing', async () => {
+    const db = await createTestDatabase();
+    try {
+      await db.pool.query('DROP TABLE merchants, pgmigrations');
+      const first = await startProcess('scripts/migrate.js', processEnv({ DATABASE_URL: db.url }))
+        .exited;
+      expect(first.code).toBe(0);
+      expect(first.stdout).toContain('"msg":"migrations applied"');
+      const second = await startProcess('scripts/migrate.js', processEnv({ DATABASE_URL: db.url }))
+        .exited;
+      expect(second.code).toBe(0);
+      expect(second.stdout).toContain('"msg":"schema is up to date"');
+      const { rowCount } = await db.pool.query(
+        "SELECT 1 FROM pg_tables WHERE tablename = 'merchants'",
+      );
+      expect(rowCount).toBe(1);
+    } finally {
+      await db.drop();
+    }
+  });
+});

@@ -1,0 +1,99 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { Redis } from 'ioredis';
+import { inject } from 'vitest';
+import { loadConfig, type Config } from '../../src/platform/config.js';
+import { databaseUrlFor } from './database-url.js';
+
+/** A short random suffix; test resources are named `<what>-<suffix>` so parallel files never meet. */
+export function uniqueSuffix(): string {
+  return randomBytes(5).toString('hex');
+}
+
+export function uniqueTopic(prefix = 'test'): string {
+  return `${prefix}.${uniqueSuffix()}`;
+}
+
+export interface TestDatabase {
+  url: string;
+  pool: pg.Pool;
+  drop: () => Promise<void>;
+}
+
+/** A fresh database cloned from the run's migrated template: the schema, and no rows. */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const { databaseUrl } = inject('services');
+  const name = `${inject('runId')}_${uniqueSuffix()}`;
+  await withAdmin(databaseUrl, (admin) =>
+    admin.query(`CREATE DATABASE ${name} TEMPLATE ${inject('templateDatabase')}`),
+  );
+  const url = databaseUrlFor(databaseUrl, name);
+  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  return {
+    url,
+    pool,
+    drop: async () => {
+      await pool.end();
+      await withAdmin(databaseUrl, (admin) =>
+        admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+      );
+    },
+  };
+}
+
+async function withAdmin<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  try {
+    return await fn(admin);
+  } finally {
+    await admin.end();
+  }
+}
+
+export interface TestRedis {
+  redis: Redis;
+  prefix: string;
+  /** Deletes every key under this file's prefix and disconnects. */
+  cleanup: () => Promise<void>;
+}
+
+export async function createTestRedis(): Promise<TestRedis> {
+  const prefix = `test:${uniqueSuffix()}:`;
+  const redis = new Redis(inject('services').redisUrl, { keyPrefix: prefix });
+  await redis.ping();
+  return {
+    redis,
+    prefix,
+    cleanup: async () => {
+      // SCAN patterns are not prefixed by ioredis; delete through a client without the prefix.
+      const raw = redis.duplicate({ keyPrefix: '' });
+      let cursor = '0';
+      do {
+        const [next, keys] = await raw.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
+        cursor = next;
+        if (keys.length > 0) await raw.del(...keys);
+      } while (cursor !== '0');
+      raw.disconnect();
+      redis.disconnect();
+    },
+  };
+}
+
+/** Service configuration for a test: the run's services, this file's database and names. */
+export function testConfig(overrides: Record<string, string> = {}): Config {
+  const services = inject('services');
+  return loadConfig({
+    NODE_ENV: 'test',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    PORT: '0',
+    DATABASE_URL: services.databaseUrl,
+    REDIS_URL: services.redisUrl,
+    KAFKA_BROKERS: services.kafkaBrokers,
+    REDIS_KEY_PREFIX: `test:${uniqueSuffix()}:`,
+    KAFKA_TOPIC_PAYMENTS: uniqueTopic('payments'),
+    KAFKA_TOPIC_DLQ: uniqueTopic('dlq'),
+    KAFKA_CONSUMER_GROUP: `group-${uniqueSuffix()}`,
+    ...overrides,
+  });
+}
