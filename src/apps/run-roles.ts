@@ -41,5 +41,5 @@ export async function runRoles(roles: readonly RoleName[]): Promise<void> {
     [...running.map((role) => role.close), platform.close],
     config.SHUTDOWN_TIMEOUT_MS,
   );
-  logger.info({ roles }, 'ready');
+  logger.info('ready');
 }

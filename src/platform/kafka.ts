@@ -29,7 +29,8 @@ export function createKafka(
     logCreator:
       () =>
       ({ level, log }: LogEntry) => {
-        const { message, ...extra } = log;
+        // pino adds its own time; kafkajs' timestamp and logger name are noise.
+        const { message, timestamp: _timestamp, logger: _logger, ...extra } = log;
         if (level === KafkaLogLevel.ERROR || level === KafkaLogLevel.WARN) {
           // kafkajs logs every reconnect attempt at ERROR; for us that is a warning, the
           // caller decides what must be acted on.
