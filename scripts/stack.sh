@@ -33,10 +33,18 @@ APP_USER=payments
 APP_PASSWORD=payments
 
 PG_BIN=/usr/lib/postgresql/15/bin
-PG_DIR="$STACK_DIR/postgres"
-PG_DATA="$PG_DIR/data"
-PG_LOG="$PG_DIR/log/postgres.log"
-PG_SOCK="$PG_DIR/run"            # unix socket dir (path must stay < ~100 chars)
+# Postgres refuses to run as root, so its files must be reachable by the postgres user. When
+# the checkout sits below a folder that user cannot traverse (e.g. /root), or so deep that the
+# socket path would exceed the ~100-byte limit, its folder lives under /var/lib instead, with
+# .stack/postgres as a symlink to it (pg_relocate).
+pg_paths() {
+  PG_DIR="$STACK_DIR/postgres"
+  if [[ -L $PG_DIR ]]; then PG_DIR="$(readlink -f "$PG_DIR")"; fi
+  PG_DATA="$PG_DIR/data"
+  PG_LOG="$PG_DIR/log/postgres.log"
+  PG_SOCK="$PG_DIR/run"
+}
+pg_paths
 
 REDIS_DIR="$STACK_DIR/redis"
 REDIS_PID="$REDIS_DIR/redis.pid"
@@ -229,7 +237,23 @@ pg_app_ready() {
         -U "$APP_USER" -d "$APP_DB" -c 'select 1' 2>/dev/null)" == 1 ]]
 }
 
+pg_relocate() {
+  [[ -L $STACK_DIR/postgres ]] && return 0
+  mkdir -p "$STACK_DIR"
+  if ((${#PG_SOCK} + 16 < 100)) && { ((EUID != 0)) || as_pg test -x "$STACK_DIR"; }; then
+    return 0
+  fi
+  local target
+  target="/var/lib/payments-stack/$(printf '%s' "$STACK_DIR" | cksum | cut -d' ' -f1)"
+  log "postgres cannot use $STACK_DIR (untraversable or too deep); its data goes to $target"
+  [[ -e $STACK_DIR/postgres ]] && die "$STACK_DIR/postgres exists; remove it first"
+  mkdir -p -m 755 "$target"
+  ln -s "$target" "$STACK_DIR/postgres"
+  pg_paths
+}
+
 pg_init() {
+  pg_relocate
   mkdir -p -m 755 "$PG_DIR" "$PG_DIR/log" "$PG_SOCK"
   if ((EUID == 0)); then chown postgres:postgres "$PG_DIR" "$PG_DIR/log" "$PG_SOCK"; fi
   as_pg test -w "$PG_DIR" ||
