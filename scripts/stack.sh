@@ -218,7 +218,8 @@ cmd_install() {
 
 # The postmaster refuses to run as root: run server-side commands as the postgres user.
 as_pg() {
-  if ((EUID == 0)); then runuser -u postgres -- "$@"; else "$@"; fi
+  # From /, so a working directory the postgres user cannot enter does not matter.
+  if ((EUID == 0)); then (cd / && runuser -u postgres -- "$@"); else "$@"; fi
 }
 
 # First line of postmaster.pid is the postmaster's pid (the file outlives a crash).
