@@ -113,9 +113,8 @@ describe('process entry points', () => {
   );
 
   it('when migrate runs twice on a new database, then the second run applies nothing', async () => {
-    const db = await createTestDatabase();
+    const db = await createTestDatabase({ migrated: false });
     try {
-      await db.pool.query('DROP TABLE merchants, pgmigrations');
       const first = await startProcess('scripts/migrate.js', processEnv({ DATABASE_URL: db.url }))
         .exited;
       expect(first.code).toBe(0);
@@ -124,10 +123,16 @@ describe('process entry points', () => {
         .exited;
       expect(second.code).toBe(0);
       expect(second.stdout).toContain('"msg":"schema is up to date"');
-      const { rowCount } = await db.pool.query(
-        "SELECT 1 FROM pg_tables WHERE tablename = 'merchants'",
+      const { rows } = await db.pool.query<{ tablename: string }>(
+        "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename",
       );
-      expect(rowCount).toBe(1);
+      expect(rows.map((r) => r.tablename)).toEqual([
+        'idempotency_keys',
+        'merchants',
+        'outbox',
+        'payments',
+        'pgmigrations',
+      ]);
     } finally {
       await db.drop();
     }

@@ -20,12 +20,16 @@ export interface TestDatabase {
   drop: () => Promise<void>;
 }
 
-/** A fresh database cloned from the run's migrated template: the schema, and no rows. */
-export async function createTestDatabase(): Promise<TestDatabase> {
+/**
+ * A fresh database cloned from the run's migrated template: the schema, and no rows.
+ * `{ migrated: false }` gives an empty database instead (for testing migrations themselves).
+ */
+export async function createTestDatabase({ migrated = true } = {}): Promise<TestDatabase> {
   const { databaseUrl } = inject('services');
   const name = `${inject('runId')}_${uniqueSuffix()}`;
+  const template = migrated ? inject('templateDatabase') : 'template0';
   await withAdmin(databaseUrl, (admin) =>
-    admin.query(`CREATE DATABASE ${name} TEMPLATE ${inject('templateDatabase')}`),
+    admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`),
   );
   const url = databaseUrlFor(databaseUrl, name);
   const pool = new pg.Pool({ connectionString: url, max: 10 });

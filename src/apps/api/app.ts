@@ -2,6 +2,7 @@ import express, { type ErrorRequestHandler, type Express } from 'express';
 import { problem, sendProblem } from '../../http/problem.js';
 import { requestLogger } from '../../http/request-logger.js';
 import type { Logger } from '../../platform/logger.js';
+import { metricsRegistry } from '../../platform/metrics.js';
 import type { ReadinessReport } from '../../platform/readiness.js';
 
 export interface AppDeps {
@@ -23,6 +24,10 @@ export function buildApp(deps: AppDeps): Express {
   app.get('/readyz', async (_req, res) => {
     const report = await deps.readiness();
     res.status(report.status === 'ready' ? 200 : 503).json(report);
+  });
+
+  app.get('/metrics', async (_req, res) => {
+    res.type(metricsRegistry.contentType).send(await metricsRegistry.metrics());
   });
 
   app.use((req, res) => {

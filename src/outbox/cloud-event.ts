@@ -1,0 +1,49 @@
+/** One outbox row as the relay reads it. */
+export interface OutboxEvent {
+  eventId: string;
+  eventType: string;
+  aggregateId: string;
+  data: unknown;
+  createdAt: Date;
+}
+
+/** `source` of every CloudEvent this service emits (a URI-reference, per CloudEvents 1.0). */
+export const EVENT_SOURCE = '/payments-service';
+
+export interface KafkaRecord {
+  key: string;
+  value: string;
+  headers: Record<string, string>;
+}
+
+/**
+ * The Kafka record of an outbox row: key = payment id, value = CloudEvents 1.0 structured JSON,
+ * and `ce_*` headers so consumers can filter without parsing. Deterministic: the same row always
+ * gives the same bytes, so a republished copy is identical to the original.
+ */
+export function toKafkaRecord(event: OutboxEvent): KafkaRecord {
+  const time = event.createdAt.toISOString();
+  const envelope = {
+    specversion: '1.0',
+    id: event.eventId,
+    type: event.eventType,
+    source: EVENT_SOURCE,
+    subject: event.aggregateId,
+    time,
+    datacontenttype: 'application/json',
+    data: event.data,
+  };
+  return {
+    key: event.aggregateId,
+    value: JSON.stringify(envelope),
+    headers: {
+      ce_specversion: '1.0',
+      ce_id: event.eventId,
+      ce_type: event.eventType,
+      ce_source: EVENT_SOURCE,
+      ce_subject: event.aggregateId,
+      ce_time: time,
+      'content-type': 'application/cloudevents+json; charset=utf-8',
+    },
+  };
+}
