@@ -82,10 +82,54 @@ export const configSchema = z.object({
   KAFKA_TOPIC_PAYMENTS: topicName.default('payments.events'),
   KAFKA_TOPIC_DLQ: topicName.default('payments.settlement.dlq'),
   KAFKA_CONSUMER_GROUP: z.string().min(1).default('payments-settlement'),
+  /** Clients retry for hours after an outage; a day covers that and bounds the table's size. */
+  IDEMPOTENCY_KEY_TTL_SECONDS: integer(1, 30 * 86_400).default(86_400),
+  /**
+   * Longer than a slow request's database work (p99 is milliseconds), short enough that a
+   * crashed holder frees the key quickly. Expiry is safe: the database constraint is the guard.
+   */
+  IDEMPOTENCY_LOCK_TTL_MS: integer(50, 600_000).default(5_000),
+  /** `reject`: 409 at once while the first request is in flight; `wait`: poll, then replay. */
+  IDEMPOTENCY_IN_FLIGHT: z.enum(['reject', 'wait']).default('reject'),
+  /** Bound of the `wait` mode: well under common client timeouts (10-30 s). */
+  IDEMPOTENCY_WAIT_MS: integer(0, 60_000).default(2_000),
+  /** The first request almost always finishes within a second; retrying sooner is wasted. */
+  IDEMPOTENCY_RETRY_AFTER_SECONDS: integer(1, 3_600).default(1),
+  /** Expired keys are few per second at our rates; once a minute keeps the table near its TTL. */
+  IDEMPOTENCY_REAPER_INTERVAL_MS: integer(100, 3_600_000).default(60_000),
+  /** Small enough that one DELETE holds its locks for milliseconds, not seconds. */
+  IDEMPOTENCY_REAPER_BATCH: integer(1, 100_000).default(1_000),
+  /**
+   * `open`: when Redis is down, keep serving through the database path (correct, slower).
+   * `closed`: answer 503 instead, for operators who would rather shed load than lose the lock.
+   */
+  REDIS_FAILURE_MODE: z.enum(['open', 'closed']).default('open'),
+  /** A payment request is well under 2 KiB; 16 KiB leaves room for metadata and stops abuse. */
+  HTTP_BODY_LIMIT_BYTES: integer(1_024, 1_048_576).default(16_384),
+  /** Per merchant and per process; sized above what one merchant's integration needs. */
+  RATE_LIMIT_PER_SECOND: integer(1, 1_000_000).default(2_000),
+  /** Lets a client flush a short backlog (a retry storm) without being throttled. */
+  RATE_LIMIT_BURST: integer(1, 1_000_000).default(4_000),
+  /** A revoked API key stops working within this long; keeps Postgres off the replay path. */
+  AUTH_CACHE_TTL_MS: integer(0, 3_600_000).default(30_000),
+  /** When Postgres is unavailable, clients are told to come back after this many seconds. */
+  UNAVAILABLE_RETRY_AFTER_SECONDS: integer(1, 3_600).default(2),
   /** A readiness probe must answer before the orchestrator's own timeout (typically 1-5 s). */
   READINESS_TIMEOUT_MS: integer(100, 60_000).default(2_000),
   /** Long enough to finish in-flight requests, shorter than a typical 30 s SIGKILL grace period. */
   SHUTDOWN_TIMEOUT_MS: integer(100, 120_000).default(15_000),
+  /** Processes without the API serve /metrics here; 9464 is the usual Prometheus exporter port. */
+  METRICS_PORT: integer(0, 65535).default(9464),
+  /** Rows per claim-publish-mark round: amortises the round trips, still one fast produce request. */
+  RELAY_BATCH_SIZE: integer(1, 10_000).default(500),
+  /** Fallback when a notification is missed (listener reconnecting) and to pick up retried rows. */
+  RELAY_POLL_INTERVAL_MS: integer(10, 600_000).default(1_000),
+  /** Well above a send's worst case (bounded retries), so a live relay's claim does not expire. */
+  RELAY_LEASE_MS: integer(100, 3_600_000).default(60_000),
+  /** A refusal that repeats 5 times over ~15 s (too large, invalid) will not heal: park it. */
+  RELAY_MAX_ATTEMPTS: integer(1, 1_000).default(5),
+  /** An hour of published rows answers "was it sent?"; Kafka keeps the events themselves. */
+  OUTBOX_RETENTION_SECONDS: integer(0, 30 * 86_400).default(3_600),
 });
 
 export type Config = z.infer<typeof configSchema>;

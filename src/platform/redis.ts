@@ -18,6 +18,8 @@ export function createRedis(config: Pick<Config, 'REDIS_URL'>, logger: Logger): 
     connectTimeout: 2_000,
     /** Reconnect forever with a capped backoff: Redis coming back must heal without a restart. */
     retryStrategy: (attempt) => Math.min(50 * 2 ** attempt, 2_000),
+    /** Commands issued in the same tick share one round trip (cache set + lock release). */
+    enableAutoPipelining: true,
   });
   let healthy = true;
   redis.on('error', (error: Error) => {

@@ -70,18 +70,28 @@ export async function createTestRedis(): Promise<TestRedis> {
     redis,
     prefix,
     cleanup: async () => {
-      // SCAN patterns are not prefixed by ioredis; delete through a client without the prefix.
-      const raw = redis.duplicate({ keyPrefix: '' });
-      let cursor = '0';
-      do {
-        const [next, keys] = await raw.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
-        cursor = next;
-        if (keys.length > 0) await raw.del(...keys);
-      } while (cursor !== '0');
-      raw.disconnect();
+      await deleteKeysWithPrefix(redis, prefix);
       redis.disconnect();
     },
   };
+}
+
+/**
+ * Deletes every key under `prefix`: this file's "FLUSHDB", which leaves the keys of files
+ * running in parallel alone. SCAN patterns ignore ioredis' keyPrefix, so a raw client is used.
+ */
+export async function deleteKeysWithPrefix(redis: Redis, prefix: string): Promise<void> {
+  const raw = redis.duplicate({ keyPrefix: '', lazyConnect: false, enableOfflineQueue: true });
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await raw.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
+      cursor = next;
+      if (keys.length > 0) await raw.del(...keys);
+    } while (cursor !== '0');
+  } finally {
+    raw.disconnect();
+  }
 }
 
 /** Service configuration for a test: the run's services, this file's database and names. */

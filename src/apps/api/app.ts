@@ -1,5 +1,8 @@
-import express, { type ErrorRequestHandler, type Express } from 'express';
-import { problem, sendProblem } from '../../http/problem.js';
+import express, { type Express } from 'express';
+import { ApiError } from '../../http/api-error.js';
+import { errorHandler } from '../../http/error-handler.js';
+import { buildOpenApiDocument } from '../../http/openapi.js';
+import { paymentsRouter, type PaymentsRouterDeps } from '../../http/payments-router.js';
 import { requestLogger } from '../../http/request-logger.js';
 import type { Logger } from '../../platform/logger.js';
 import { metricsRegistry } from '../../platform/metrics.js';
@@ -8,6 +11,9 @@ import type { ReadinessReport } from '../../platform/readiness.js';
 export interface AppDeps {
   logger: Logger;
   readiness: () => Promise<ReadinessReport>;
+  payments: PaymentsRouterDeps;
+  /** Retry-After of a 503 when Postgres is unavailable. */
+  unavailableRetryAfterSeconds: number;
 }
 
 /** Builds the HTTP application without listening, so tests can serve it on port 0. */
@@ -30,21 +36,16 @@ export function buildApp(deps: AppDeps): Express {
     res.type(metricsRegistry.contentType).send(await metricsRegistry.metrics());
   });
 
-  app.use((req, res) => {
-    sendProblem(
-      res,
-      problem(404, 'not_found', 'Not Found', `No route for ${req.method} ${req.path}.`),
-    );
+  const openApi = JSON.stringify(buildOpenApiDocument());
+  app.get('/openapi.json', (_req, res) => {
+    res.type('application/json').send(openApi);
   });
 
-  const onError: ErrorRequestHandler = (error: unknown, req, res, _next) => {
-    req.log.error({ err: error }, 'unhandled error');
-    if (res.headersSent) return;
-    sendProblem(
-      res,
-      problem(500, 'internal_error', 'Internal Server Error', 'An unexpected error occurred.'),
-    );
-  };
-  app.use(onError);
+  app.use(paymentsRouter(deps.payments));
+
+  app.use((req) => {
+    throw new ApiError('not_found', `No route for ${req.method} ${req.path}.`);
+  });
+  app.use(errorHandler(deps.unavailableRetryAfterSeconds));
   return app;
 }

@@ -1,17 +1,52 @@
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:http';
+import { createRateLimiter } from '../../http/rate-limiter.js';
+import { createIdempotencyReaper } from '../../idempotency/idempotency-reaper.js';
+import { createKeyLocks } from '../../idempotency/key-lock.js';
+import { createResponseCache } from '../../idempotency/response-cache.js';
+import { createAuthenticator } from '../../merchants/authenticator.js';
+import { createPaymentService, type CreatePaymentDeps } from '../../payments/create-payment.js';
 import { checkReadiness } from '../../platform/readiness.js';
 import type { Platform } from '../../platform/platform.js';
 import type { RunningRole } from '../running-role.js';
 import { buildApp } from './app.js';
 
+export interface ApiOptions {
+  /** Test-only fault injection, see CreatePaymentDeps. */
+  beforeWrite?: CreatePaymentDeps['beforeWrite'];
+}
+
 /** Serves the HTTP API; closing stops accepting, drains in-flight requests, then resolves. */
-export async function startApi(platform: Platform): Promise<RunningRole & { port: number }> {
-  const { config, logger } = platform;
+export async function startApi(
+  platform: Platform,
+  options: ApiOptions = {},
+): Promise<RunningRole & { port: number }> {
+  const { config, logger, pool, redis } = platform;
+  const createPayment = createPaymentService({
+    db: pool,
+    cache: createResponseCache(redis, config.REDIS_KEY_PREFIX),
+    locks: createKeyLocks(redis, config.REDIS_KEY_PREFIX, config.IDEMPOTENCY_LOCK_TTL_MS),
+    logger,
+    config,
+    ...(options.beforeWrite ? { beforeWrite: options.beforeWrite } : {}),
+  });
   const app = buildApp({
     logger,
     readiness: () => checkReadiness(platform.checks, config.READINESS_TIMEOUT_MS),
+    payments: {
+      db: pool,
+      authenticate: createAuthenticator(pool, config.AUTH_CACHE_TTL_MS),
+      rateLimit: createRateLimiter(config.RATE_LIMIT_PER_SECOND, config.RATE_LIMIT_BURST),
+      createPayment,
+      bodyLimitBytes: config.HTTP_BODY_LIMIT_BYTES,
+    },
+    unavailableRetryAfterSeconds: config.UNAVAILABLE_RETRY_AFTER_SECONDS,
   });
+  const stopReaper = createIdempotencyReaper(pool, logger, {
+    batch: config.IDEMPOTENCY_REAPER_BATCH,
+    intervalMs: config.IDEMPOTENCY_REAPER_INTERVAL_MS,
+  }).start();
+
   const server = createServer(app);
   /** Slightly above common load-balancer idle timeouts (60 s), so the proxy closes first. */
   server.keepAliveTimeout = 65_000;
@@ -27,14 +62,16 @@ export async function startApi(platform: Platform): Promise<RunningRole & { port
   return {
     name: 'api',
     port,
-    close: () =>
-      new Promise<void>((resolve, reject) => {
+    close: async () => {
+      await new Promise<void>((resolve, reject) => {
         server.close((error) => {
           if (error) reject(error);
           else resolve();
         });
         // Idle keep-alive sockets would hold close() open until they time out.
         server.closeIdleConnections();
-      }),
+      });
+      await stopReaper();
+    },
   };
 }

@@ -1,0 +1,54 @@
+import { problem, type Problem } from './problem.js';
+
+/**
+ * Every error code a client can see, with its status and title: the one place these messages
+ * live (the OpenAPI document and the tests read them from here).
+ */
+export const ERRORS = {
+  idempotency_key_missing: { status: 400, title: 'Idempotency-Key header is required' },
+  idempotency_key_invalid: { status: 400, title: 'Idempotency-Key header is invalid' },
+  malformed_json: { status: 400, title: 'Request body is not valid JSON' },
+  validation_failed: { status: 400, title: 'Request validation failed' },
+  unauthorized: { status: 401, title: 'Missing or invalid API key' },
+  not_found: { status: 404, title: 'Not found' },
+  idempotency_key_in_use: {
+    status: 409,
+    title: 'A request with this Idempotency-Key is still in progress',
+  },
+  payload_too_large: { status: 413, title: 'Request body is too large' },
+  unsupported_media_type: { status: 415, title: 'Content-Type must be application/json' },
+  idempotency_key_reused: {
+    status: 422,
+    title: 'Idempotency-Key was already used with a different request',
+  },
+  rate_limited: { status: 429, title: 'Too many requests' },
+  internal_error: { status: 500, title: 'Internal server error' },
+  service_unavailable: { status: 503, title: 'Service temporarily unavailable' },
+} as const satisfies Record<string, { status: number; title: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+/** A request that ends in a problem+json answer; thrown by services, mapped once in the app. */
+export class ApiError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    readonly detail: string,
+    readonly options: {
+      errors?: Problem['errors'];
+      headers?: Record<string, string>;
+      cause?: unknown;
+    } = {},
+  ) {
+    super(`${code}: ${detail}`, { cause: options.cause });
+    this.name = 'ApiError';
+  }
+
+  get status(): number {
+    return ERRORS[this.code].status;
+  }
+
+  toProblem(): Problem {
+    const { status, title } = ERRORS[this.code];
+    return problem(status, this.code, title, this.detail, this.options.errors);
+  }
+}

@@ -1,0 +1,47 @@
+import type { ErrorRequestHandler } from 'express';
+import { isDatabaseUnavailable } from '../platform/db-errors.js';
+import { ApiError } from './api-error.js';
+import { sendProblem } from './problem.js';
+
+/** body-parser's error types, translated to the contract's codes. */
+function fromBodyParser(error: { type?: unknown; status?: unknown }): ApiError | null {
+  switch (error.type) {
+    case 'entity.too.large':
+      return new ApiError('payload_too_large', 'The request body exceeds the size limit.');
+    case 'entity.parse.failed':
+      return new ApiError('malformed_json', 'The request body is not valid JSON.');
+    case 'charset.unsupported':
+    case 'encoding.unsupported':
+      return new ApiError('unsupported_media_type', 'Send the body as UTF-8 JSON.');
+    default:
+      if (typeof error.status === 'number' && error.status >= 400 && error.status < 500) {
+        return new ApiError('malformed_json', 'The request body could not be read.');
+      }
+      return null;
+  }
+}
+
+/**
+ * The one mapping from errors to problem+json. Known rejections keep their code; Postgres being
+ * unreachable is 503 with Retry-After; anything else is a bug: 500, logged with its stack.
+ */
+export function errorHandler(retryAfterSeconds: number): ErrorRequestHandler {
+  return (error: unknown, req, res, _next) => {
+    let apiError: ApiError;
+    if (error instanceof ApiError) {
+      apiError = error;
+    } else if (isDatabaseUnavailable(error)) {
+      apiError = new ApiError('service_unavailable', 'The payment database is unavailable.', {
+        headers: { 'Retry-After': String(retryAfterSeconds) },
+        cause: error,
+      });
+    } else {
+      apiError =
+        (typeof error === 'object' && error !== null && fromBodyParser(error)) ||
+        new ApiError('internal_error', 'An unexpected error occurred.', { cause: error });
+    }
+    if (apiError.status >= 500) req.log.error({ err: error }, apiError.detail);
+    if (res.headersSent) return;
+    sendProblem(res, apiError.toProblem(), apiError.options.headers);
+  };
+}

@@ -1,0 +1,141 @@
+import express, { Router, type NextFunction, type Request, type Response } from 'express';
+import type { z } from 'zod';
+import { parseIdempotencyKey } from '../idempotency/idempotency-key-header.js';
+import type { Authenticate } from '../merchants/authenticator.js';
+import type { Merchant } from '../merchants/merchant-repository.js';
+import type { CreatePayment } from '../payments/create-payment.js';
+import { toPaymentResource } from '../payments/payment-resource.js';
+import { findPayment, listPayments } from '../payments/payment-repository.js';
+import { createPaymentBodySchema, listPaymentsQuerySchema } from '../payments/payment-schemas.js';
+import type { Queryable } from '../platform/db.js';
+import { ApiError } from './api-error.js';
+import type { RateLimiter } from './rate-limiter.js';
+
+export interface PaymentsRouterDeps {
+  db: Queryable;
+  authenticate: Authenticate;
+  rateLimit: RateLimiter;
+  createPayment: CreatePayment;
+  bodyLimitBytes: number;
+}
+
+/** Set by the auth middleware on every /payments request that reaches a handler. */
+interface Authenticated {
+  merchant: Merchant;
+  idempotencyKey?: string;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The payments routes. Handlers only translate HTTP to the service and back; every rejection is
+ * an ApiError thrown before anything is written (I5), mapped to problem+json by the app.
+ */
+export function paymentsRouter(deps: PaymentsRouterDeps): Router {
+  const router = Router();
+  const parseJson = express.json({ limit: deps.bodyLimitBytes, strict: false, type: () => true });
+
+  router.use('/payments', async (req: Request, res: Response, next: NextFunction) => {
+    const merchant = await authenticate(deps.authenticate, req.headers.authorization);
+    const limited = deps.rateLimit(merchant.id);
+    if (!limited.allowed) {
+      throw new ApiError('rate_limited', 'Too many requests for this API key; slow down.', {
+        headers: { 'Retry-After': String(limited.retryAfterSeconds) },
+      });
+    }
+    (res.locals as Authenticated).merchant = merchant;
+    req.log = req.log.child({ merchant_id: merchant.id });
+    next();
+  });
+
+  router.post(
+    '/payments',
+    (req, res, next) => {
+      const key = parseIdempotencyKey(req.headers['idempotency-key']);
+      if (!key.ok) {
+        throw key.reason === 'missing'
+          ? new ApiError(
+              'idempotency_key_missing',
+              'Send an Idempotency-Key header (1-255 visible ASCII characters).',
+            )
+          : new ApiError(
+              'idempotency_key_invalid',
+              'Idempotency-Key must be 1-255 visible ASCII characters.',
+            );
+      }
+      (res.locals as Authenticated).idempotencyKey = key.key;
+      if (!req.is('application/json')) {
+        throw new ApiError(
+          'unsupported_media_type',
+          'Send the body as Content-Type: application/json.',
+        );
+      }
+      next();
+    },
+    parseJson,
+    async (req, res) => {
+      if (req.body === undefined)
+        throw new ApiError('malformed_json', 'The request body is empty.');
+      const body = validate(createPaymentBodySchema, req.body as unknown);
+      const { merchant, idempotencyKey: key = '' } = res.locals as Authenticated;
+      req.log = req.log.child({ idempotency_key: key });
+      const outcome = await deps.createPayment(merchant, key, body);
+      req.log = req.log.child({ payment_id: outcome.paymentId });
+      res.status(outcome.status);
+      res.setHeader('Location', `/payments/${outcome.paymentId}`);
+      if (outcome.replayed) res.setHeader('Idempotent-Replayed', 'true');
+      res.type('application/json').send(outcome.body);
+    },
+  );
+
+  router.get('/payments/:id', async (req, res) => {
+    const { merchant } = res.locals as Authenticated;
+    const id = req.params.id;
+    // A malformed id cannot exist: the same 404 as an unknown or foreign one, never a 500.
+    const row = UUID.test(id) ? await findPayment(deps.db, merchant.id, id) : null;
+    if (!row) throw new ApiError('not_found', `No payment ${id}.`);
+    res.json(toPaymentResource(row));
+  });
+
+  router.get('/payments', async (req, res) => {
+    const { merchant } = res.locals as Authenticated;
+    const query = validate(listPaymentsQuerySchema, req.query);
+    const page = await listPayments(deps.db, merchant.id, query.limit, query.starting_after);
+    if (page.kind === 'unknown_cursor') {
+      throw new ApiError('validation_failed', 'starting_after is not one of your payments.', {
+        errors: [{ path: 'starting_after', message: 'no such payment' }],
+      });
+    }
+    res.json({ object: 'list', data: page.rows.map(toPaymentResource), has_more: page.hasMore });
+  });
+
+  return router;
+}
+
+async function authenticate(auth: Authenticate, header: string | undefined): Promise<Merchant> {
+  const match = /^Bearer ([\x21-\x7e]{1,200})$/.exec(header ?? '');
+  const merchant = match?.[1] ? await auth(match[1]) : null;
+  if (!merchant) {
+    throw new ApiError('unauthorized', 'Send a valid API key as Authorization: Bearer <key>.');
+  }
+  return merchant;
+}
+
+function validate<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
+  const result = schema.safeParse(input);
+  if (result.success) return result.data;
+  const errors = result.error.issues.flatMap((issue) => {
+    const base = issue.path.map(String).join('.');
+    // An unknown field is reported at its own path, which is what a client needs to fix.
+    if (issue.code === 'unrecognized_keys') {
+      return issue.keys.map((key) => ({
+        path: base ? `${base}.${key}` : key,
+        message: 'is not a recognized field',
+      }));
+    }
+    return [{ path: base || '(body)', message: issue.message }];
+  });
+  throw new ApiError('validation_failed', 'The request has invalid fields; see errors.', {
+    errors,
+  });
+}

@@ -1,0 +1,127 @@
+import { z } from 'zod';
+
+/**
+ * The request and response schemas of the payments API. Validation and the OpenAPI document
+ * both come from these; there is no hand-written copy of the contract.
+ */
+
+/** ISO 4217 codes we settle. Amounts are in each currency's minor unit (JPY has none). */
+export const SUPPORTED_CURRENCIES = [
+  'AUD',
+  'CAD',
+  'CHF',
+  'CZK',
+  'DKK',
+  'EUR',
+  'GBP',
+  'HKD',
+  'JPY',
+  'NOK',
+  'NZD',
+  'PLN',
+  'SEK',
+  'SGD',
+  'USD',
+] as const;
+
+/** The acquirer simulator's test tokens (BRIEF section 6). */
+export const SOURCES = [
+  'tok_visa',
+  'tok_decline',
+  'tok_unavailable',
+  'tok_timeout',
+  ...(['1', '2', '3', '4', '5', '6', '7', '8', '9'] as const).map(
+    (n) => `tok_transient_${n}` as const,
+  ),
+] as const;
+
+export const MAX_AMOUNT = 99_999_999;
+export const MAX_METADATA_KEYS = 20;
+
+export const createPaymentBodySchema = z
+  .strictObject({
+    amount: z
+      .number()
+      .int('must be an integer number of minor units')
+      .min(1, 'must be at least 1')
+      .max(MAX_AMOUNT, `must be at most ${MAX_AMOUNT}`)
+      .describe('Amount in minor units of the currency (cents for USD).'),
+    currency: z.enum(SUPPORTED_CURRENCIES, {
+      error: `must be one of ${SUPPORTED_CURRENCIES.join(', ')} (ISO 4217, uppercase)`,
+    }),
+    source: z
+      .enum(SOURCES, { error: `must be one of ${SOURCES.join(', ')}` })
+      .default('tok_visa')
+      .describe('Payment source token; test tokens drive the acquirer simulator.'),
+    description: z.string().max(500, 'must be at most 500 characters').optional(),
+    metadata: z
+      .record(
+        z.string().min(1, 'keys must not be empty').max(40, 'keys must be at most 40 characters'),
+        z
+          .string({ error: 'values must be strings' })
+          .max(500, 'values must be at most 500 characters'),
+      )
+      .refine((value) => Object.keys(value).length <= MAX_METADATA_KEYS, {
+        message: `must have at most ${MAX_METADATA_KEYS} keys`,
+      })
+      .optional(),
+  })
+  .meta({ id: 'CreatePaymentRequest' });
+
+export type CreatePaymentBody = z.infer<typeof createPaymentBodySchema>;
+
+export const PAYMENT_STATUSES = ['pending', 'processing', 'settled', 'failed'] as const;
+
+export const paymentSchema = z
+  .object({
+    id: z.uuid(),
+    object: z.literal('payment'),
+    amount: z.int(),
+    currency: z.enum(SUPPORTED_CURRENCIES),
+    status: z.enum(PAYMENT_STATUSES),
+    source: z.enum(SOURCES),
+    description: z.string().nullable(),
+    metadata: z.record(z.string(), z.string()),
+    failure_code: z.string().optional().describe('Present when status is failed.'),
+    created_at: z.iso.datetime(),
+  })
+  .meta({ id: 'Payment' });
+
+export type PaymentResource = z.infer<typeof paymentSchema>;
+
+export const paymentListSchema = z
+  .object({
+    object: z.literal('list'),
+    data: z.array(paymentSchema),
+    has_more: z.boolean(),
+  })
+  .meta({ id: 'PaymentList' });
+
+export const MAX_LIST_LIMIT = 100;
+
+export const listPaymentsQuerySchema = z.strictObject({
+  limit: z
+    .string()
+    .regex(/^\d+$/, 'must be an integer')
+    .transform(Number)
+    .pipe(
+      z.int().min(1, 'must be at least 1').max(MAX_LIST_LIMIT, `must be at most ${MAX_LIST_LIMIT}`),
+    )
+    .default(10)
+    .describe(`Page size, 1-${MAX_LIST_LIMIT}.`),
+  starting_after: z
+    .uuid('must be a payment id')
+    .optional()
+    .describe('A payment id: the page starts after it (newest first).'),
+});
+
+export const problemSchema = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.int(),
+    detail: z.string(),
+    code: z.string(),
+    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  })
+  .meta({ id: 'Problem' });

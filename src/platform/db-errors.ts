@@ -1,0 +1,26 @@
+/** Socket-level failures that mean "the database cannot be reached right now". */
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+]);
+
+/**
+ * SQLSTATEs that mean "not now" rather than "your request is wrong": connection exceptions
+ * (class 08), too many connections, shutdown in progress, cannot connect now.
+ */
+const UNAVAILABLE_SQLSTATE = /^(08...|53300|57P01|57P02|57P03)$/;
+
+/** Whether an error from pg means Postgres is unavailable (answer 503), not a bug (500). */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && (UNREACHABLE_CODES.has(code) || UNAVAILABLE_SQLSTATE.test(code)))
+    return true;
+  // pg-pool's connection timeout and a connection dropped mid-query carry no code.
+  return /timeout exceeded when trying to connect|Connection terminated|connection timeout|Client has encountered a connection error/i.test(
+    error.message,
+  );
+}
