@@ -33,7 +33,15 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  */
 export function paymentsRouter(deps: PaymentsRouterDeps): Router {
   const router = Router();
-  const parseJson = express.json({ limit: deps.bodyLimitBytes, strict: false, type: () => true });
+  const parseJson = express.json({
+    limit: deps.bodyLimitBytes,
+    strict: false,
+    type: () => true,
+    // body-parser turns an empty body into {}; remember the size so it can be refused instead.
+    verify: (_req, res, buffer) => {
+      (res as unknown as Response).locals.bodyBytes = buffer.length;
+    },
+  });
 
   router.use('/payments', async (req: Request, res: Response, next: NextFunction) => {
     const merchant = await authenticate(deps.authenticate, req.headers.authorization);
@@ -74,8 +82,9 @@ export function paymentsRouter(deps: PaymentsRouterDeps): Router {
     },
     parseJson,
     async (req, res) => {
-      if (req.body === undefined)
+      if (!res.locals.bodyBytes) {
         throw new ApiError('malformed_json', 'The request body is empty.');
+      }
       const body = validate(createPaymentBodySchema, req.body as unknown);
       const { merchant, idempotencyKey: key = '' } = res.locals as Authenticated;
       req.log = req.log.child({ idempotency_key: key });
@@ -133,7 +142,10 @@ function validate<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
         message: 'is not a recognized field',
       }));
     }
-    return [{ path: base || '(body)', message: issue.message }];
+    // A bad record key: the inner issue says what is wrong with it.
+    const message =
+      issue.code === 'invalid_key' ? (issue.issues[0]?.message ?? issue.message) : issue.message;
+    return [{ path: base || '(body)', message }];
   });
   throw new ApiError('validation_failed', 'The request has invalid fields; see errors.', {
     errors,

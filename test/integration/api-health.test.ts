@@ -88,6 +88,21 @@ describe('health endpoints', () => {
     expect(minted.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
   });
 
+  it('when /openapi.json is requested, then the generated OpenAPI 3.1 document is served', async () => {
+    const res = await fetch(healthy.url('/openapi.json'));
+    expect(res.status).toBe(200);
+    const doc = (await res.json()) as { openapi: string; paths: Record<string, unknown> };
+    expect(doc.openapi).toBe('3.1.0');
+    expect(doc.paths).toHaveProperty('/payments');
+  });
+
+  it('when /metrics is requested, then Prometheus text with process metrics is served', async () => {
+    const res = await fetch(healthy.url('/metrics'));
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('text/plain');
+    expect(await res.text()).toContain('process_resident_memory_bytes');
+  });
+
   it('when a route does not exist, then the answer is a problem+json 404', async () => {
     const res = await fetch(healthy.url('/nope'));
     expect(res.status).toBe(404);

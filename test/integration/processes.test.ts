@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { hashApiKey } from '../../src/merchants/api-key.js';
 import { REPO_ROOT } from '../support/services.js';
 import { createTestDatabase, testConfig } from '../support/isolation.js';
 
@@ -136,5 +137,40 @@ describe('process entry points', () => {
     } finally {
       await db.drop();
     }
+  });
+
+  it('when merchant:create runs, then it prints one JSON line with an id and a working API key', async () => {
+    const db = await createTestDatabase();
+    try {
+      const child = spawn(
+        process.execPath,
+        [path.join(REPO_ROOT, 'dist/scripts/merchant-create.js'), '--name', 'Acme Ltd'],
+        { env: { ...processEnv({ DATABASE_URL: db.url }) }, stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      let stdout = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      const code = await new Promise((resolve) => child.on('exit', resolve));
+      expect(code).toBe(0);
+      const lines = stdout.trimEnd().split('\n');
+      expect(lines).toHaveLength(1);
+      const printed = JSON.parse(lines[0] ?? '') as { id: string; name: string; api_key: string };
+      expect(printed.name).toBe('Acme Ltd');
+      expect(printed.api_key).toMatch(/^sk_[A-Za-z0-9_-]{43}$/);
+      const stored = await db.pool.query<{ api_key_hash: Buffer }>(
+        'SELECT api_key_hash FROM merchants WHERE id = $1',
+        [printed.id],
+      );
+      expect(stored.rows[0]?.api_key_hash).toEqual(hashApiKey(printed.api_key));
+      expect(JSON.stringify(stored.rows)).not.toContain(printed.api_key);
+    } finally {
+      await db.drop();
+    }
+  });
+
+  it('when merchant:create has no --name, then it exits 1 with a usage line', async () => {
+    const proc = startProcess('scripts/merchant-create.js', processEnv());
+    const result = await proc.exited;
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('usage: merchant:create -- --name <name>');
   });
 });

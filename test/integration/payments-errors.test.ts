@@ -1,0 +1,298 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
+import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
+import {
+  countWrites,
+  getJson,
+  postPayment,
+  startTestApi,
+  type Answer,
+  type PostOptions,
+  type TestApi,
+} from '../support/test-api.js';
+
+/** Every row of the brief's error table: status, code, problem+json, and nothing written (I5). */
+
+let db: TestDatabase;
+let api: TestApi;
+let apiKey: string;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  api = await startTestApi(db);
+  ({ apiKey } = await api.merchant());
+});
+afterAll(async () => {
+  await api.close();
+  await db.drop();
+});
+
+function expectProblem(res: Answer, status: number, code: string) {
+  expect(res.status).toBe(status);
+  expect(res.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
+  expect(res.json).toMatchObject({ status, code, type: expect.any(String) as unknown });
+  expect(typeof res.json.title).toBe('string');
+  expect(typeof res.json.detail).toBe('string');
+}
+
+/** Sends a request expected to be rejected and asserts that it wrote nothing anywhere. */
+async function rejected(options: Omit<PostOptions, 'apiKey'> & { apiKey?: string }) {
+  const before = await countWrites(db);
+  const cachedBefore = await api.platform.redis.keys(`${api.platform.config.REDIS_KEY_PREFIX}*`);
+  const res = await postPayment(api, { apiKey, ...options });
+  expect(await countWrites(db)).toEqual(before);
+  const cachedAfter = await api.platform.redis.keys(`${api.platform.config.REDIS_KEY_PREFIX}*`);
+  expect(cachedAfter.sort()).toEqual(cachedBefore.sort());
+  return res;
+}
+
+const valid = { amount: 1000, currency: 'EUR' };
+
+describe('400', () => {
+  it('when Idempotency-Key is missing, then idempotency_key_missing', async () => {
+    expectProblem(await rejected({ key: null, body: valid }), 400, 'idempotency_key_missing');
+  });
+
+  it.each([['x'.repeat(256)], ['has space'], ['"unterminated']])(
+    'when Idempotency-Key is %j, then idempotency_key_invalid',
+    async (key) => {
+      expectProblem(await rejected({ key, body: valid }), 400, 'idempotency_key_invalid');
+    },
+  );
+
+  it.each([['{"amount": 1000,'], ['not json'], ['']])(
+    'when the body is %j, then malformed_json',
+    async (rawBody) => {
+      expectProblem(await rejected({ rawBody }), 400, 'malformed_json');
+    },
+  );
+
+  it.each([
+    [{ amount: 0, currency: 'EUR' }, 'amount'],
+    [{ amount: 100000000, currency: 'EUR' }, 'amount'],
+    [{ amount: 10.5, currency: 'EUR' }, 'amount'],
+    [{ amount: '1000', currency: 'EUR' }, 'amount'],
+    [{ currency: 'EUR' }, 'amount'],
+    [{ amount: 1000, currency: 'eur' }, 'currency'],
+    [{ amount: 1000, currency: 'XXX' }, 'currency'],
+    [{ amount: 1000, currency: 'EUR', source: 'tok_stolen' }, 'source'],
+    [{ amount: 1000, currency: 'EUR', description: 'x'.repeat(501) }, 'description'],
+    [{ amount: 1000, currency: 'EUR', customer: 'cus_1' }, 'customer'],
+    [
+      { amount: 1000, currency: 'EUR', metadata: { ['k'.repeat(41)]: 'v' } },
+      `metadata.${'k'.repeat(41)}`,
+    ],
+    [{ amount: 1000, currency: 'EUR', metadata: { a: 1 } }, 'metadata.a'],
+    [{ amount: 1000, currency: 'EUR', metadata: { a: 'x'.repeat(501) } }, 'metadata.a'],
+    [
+      {
+        amount: 1000,
+        currency: 'EUR',
+        metadata: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`k${i}`, 'v'])),
+      },
+      'metadata',
+    ],
+    [[1, 2], '(body)'],
+    [42, '(body)'],
+  ])('when the body is %j, then validation_failed names %s', async (body, path) => {
+    const res = await rejected({ body });
+    expectProblem(res, 400, 'validation_failed');
+    const errors = res.json.errors as { path: string; message: string }[];
+    expect(errors.map((e) => e.path)).toContain(path);
+    expect(errors.every((e) => e.message.length > 0)).toBe(true);
+  });
+});
+
+describe('401', () => {
+  it.each([
+    ['no Authorization header', undefined],
+    ['an unknown key', 'Bearer sk_not_a_real_key'],
+    ['another scheme', `Basic dXNlcjpwYXNz`],
+  ])('when the request has %s, then unauthorized', async (_case, authorization) => {
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'idempotency-key': 'k',
+    };
+    if (authorization) headers.authorization = authorization;
+    const before = await countWrites(db);
+    const res = await fetch(api.url('/payments'), {
+      method: 'POST',
+      headers,
+      body: JSON.stringify(valid),
+    });
+    const answer = {
+      status: res.status,
+      headers: res.headers,
+      text: '',
+      json: (await res.json()) as Record<string, unknown>,
+    };
+    expectProblem(answer, 401, 'unauthorized');
+    expect(await countWrites(db)).toEqual(before);
+  });
+});
+
+describe('404', () => {
+  it.each([
+    ['an unknown id', '/payments/0190a6e2-7f6a-7d3c-8a4b-123456789abc'],
+    ['a malformed id', '/payments/not-a-uuid'],
+    ['an id with SQL in it', "/payments/1'%20OR%20'1'='1"],
+  ])('when GET asks for %s, then not_found', async (_case, path) => {
+    expectProblem(await getJson(api, path, apiKey), 404, 'not_found');
+  });
+
+  it("when GET asks for another merchant's payment, then not_found", async () => {
+    const other = await api.merchant('Other');
+    const theirs = await postPayment(api, { apiKey: other.apiKey, body: valid });
+    expectProblem(
+      await getJson(api, `/payments/${theirs.json.id as string}`, apiKey),
+      404,
+      'not_found',
+    );
+  });
+});
+
+describe('409 and 422 while a request is in flight', () => {
+  it('when the same key arrives during the first request, then 409 with Retry-After; a different body gets 422', async () => {
+    let release: () => void = () => undefined;
+    let entered: () => void = () => undefined;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const inside = new Promise<void>((r) => {
+      entered = r;
+    });
+    const slow = await startTestApi(
+      db,
+      {},
+      {
+        beforeWrite: async () => {
+          entered();
+          await gate;
+        },
+      },
+    );
+    try {
+      const merchant = await slow.merchant();
+      const first = postPayment(slow, { apiKey: merchant.apiKey, key: 'in-flight', body: valid });
+      await inside;
+      const before = await countWrites(db);
+      const same = await postPayment(slow, {
+        apiKey: merchant.apiKey,
+        key: 'in-flight',
+        body: valid,
+      });
+      expectProblem(same, 409, 'idempotency_key_in_use');
+      expect(same.headers.get('retry-after')).toBe('1');
+      const different = await postPayment(slow, {
+        apiKey: merchant.apiKey,
+        key: 'in-flight',
+        body: { ...valid, amount: 2000 },
+      });
+      expectProblem(different, 422, 'idempotency_key_reused');
+      expect(await countWrites(db)).toEqual(before);
+      release();
+      expect((await first).status).toBe(202);
+      const after = await postPayment(slow, {
+        apiKey: merchant.apiKey,
+        key: 'in-flight',
+        body: valid,
+      });
+      expect(after.headers.get('idempotent-replayed')).toBe('true');
+    } finally {
+      release();
+      await slow.close();
+    }
+  });
+});
+
+describe('413 and 415', () => {
+  it('when the body is over 16 KiB, then payload_too_large', async () => {
+    const rawBody = JSON.stringify({ ...valid, description: 'x'.repeat(17 * 1024) });
+    expectProblem(await rejected({ rawBody }), 413, 'payload_too_large');
+  });
+
+  it.each([['text/plain'], ['application/x-www-form-urlencoded'], [null]])(
+    'when Content-Type is %j, then unsupported_media_type',
+    async (contentType) => {
+      expectProblem(await rejected({ contentType, body: valid }), 415, 'unsupported_media_type');
+    },
+  );
+
+  it('when Content-Type has a charset parameter, then it is accepted', async () => {
+    const res = await postPayment(api, {
+      apiKey,
+      contentType: 'application/json; charset=utf-8',
+      body: valid,
+    });
+    expect(res.status).toBe(202);
+  });
+});
+
+describe('429', () => {
+  it('when a merchant exceeds its rate, then rate_limited with Retry-After, and other merchants are unaffected', async () => {
+    const limited = await startTestApi(db, { RATE_LIMIT_PER_SECOND: '1', RATE_LIMIT_BURST: '2' });
+    try {
+      const merchant = await limited.merchant();
+      const other = await limited.merchant('Unthrottled');
+      await postPayment(limited, { apiKey: merchant.apiKey, body: valid });
+      await postPayment(limited, { apiKey: merchant.apiKey, body: valid });
+      const before = await countWrites(db);
+      const res = await postPayment(limited, { apiKey: merchant.apiKey, body: valid });
+      expectProblem(res, 429, 'rate_limited');
+      expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      expect(await countWrites(db)).toEqual(before);
+      expect((await postPayment(limited, { apiKey: other.apiKey, body: valid })).status).toBe(202);
+    } finally {
+      await limited.close();
+    }
+  });
+});
+
+describe('503', () => {
+  let proxy: TcpProxy;
+  let viaProxy: TestApi;
+  beforeAll(async () => {
+    const url = new URL(db.url);
+    proxy = await startTcpProxy(url.hostname, Number(url.port || 5432));
+    url.port = String(proxy.port);
+    viaProxy = await startTestApi(db, {
+      DATABASE_URL: url.toString(),
+      UNAVAILABLE_RETRY_AFTER_SECONDS: '3',
+    });
+  });
+  afterAll(async () => {
+    await viaProxy.close();
+    await proxy.close();
+  });
+
+  it('when Postgres goes down, then service_unavailable with Retry-After, nothing half-written, and it recovers by itself', async () => {
+    const merchant = await viaProxy.merchant();
+    expect((await postPayment(viaProxy, { apiKey: merchant.apiKey, body: valid })).status).toBe(
+      202,
+    );
+    const before = await countWrites(db);
+    await proxy.stop();
+    let res: Answer;
+    try {
+      res = await postPayment(viaProxy, {
+        apiKey: merchant.apiKey,
+        key: 'during-outage',
+        body: valid,
+      });
+    } finally {
+      await proxy.start();
+    }
+    expectProblem(res, 503, 'service_unavailable');
+    expect(res.headers.get('retry-after')).toBe('3');
+    expect(await countWrites(db)).toEqual(before);
+
+    const retried = await postPayment(viaProxy, {
+      apiKey: merchant.apiKey,
+      key: 'during-outage',
+      body: valid,
+    });
+    expect(retried.status).toBe(202);
+    expect(retried.headers.get('idempotent-replayed')).toBeNull();
+    expect((await countWrites(db)).payments).toBe(before.payments + 1);
+  });
+});
