@@ -16,22 +16,35 @@ import type { Logger } from './logger.js';
 export type { Admin, Consumer, Producer } from 'kafkajs';
 export type KafkaClient = Kafka;
 
+/** Overrides for one client's patience; kafkajs' defaults otherwise. */
+export interface KafkaClientOptions {
+  /** Retries of each request, and of connecting (which requests do again when disconnected). */
+  retry?: { retries: number; initialRetryTime: number; maxRetryTime: number };
+  /** How long one request waits for its answer (kafkajs' default: 30 s). */
+  requestTimeout?: number;
+}
+
 export function createKafka(
   config: Pick<Config, 'KAFKA_BROKERS' | 'KAFKA_CLIENT_ID'>,
   logger: Logger,
+  options: KafkaClientOptions = {},
 ): KafkaClient {
   const kafkaLogger = logger.child({ component: 'kafkajs' });
   return new Kafka({
     clientId: config.KAFKA_CLIENT_ID,
     brokers: config.KAFKA_BROKERS,
     connectionTimeout: 3_000,
+    ...options,
     logLevel: KafkaLogLevel.WARN,
     logCreator:
       () =>
       ({ level, log }: LogEntry) => {
         // pino adds its own time; kafkajs' timestamp and logger name are noise.
         const { message, timestamp: _timestamp, logger: _logger, ...extra } = log;
-        if (level === KafkaLogLevel.ERROR || level === KafkaLogLevel.WARN) {
+        if (message.startsWith(BOUNDED_RETRIES_WARNING)) {
+          // Bounded on purpose: see createIdempotentProducer.
+          kafkaLogger.debug(extra, message);
+        } else if (level === KafkaLogLevel.ERROR || level === KafkaLogLevel.WARN) {
           // kafkajs logs every reconnect attempt at ERROR; for us that is a warning, the
           // caller decides what must be acted on.
           kafkaLogger.warn(extra, message);
@@ -42,17 +55,80 @@ export function createKafka(
   });
 }
 
+/** What kafkajs says when an idempotent producer's retries are bounded (it logs it per producer). */
+const BOUNDED_RETRIES_WARNING = 'Limiting retries for the idempotent producer';
+
 /**
  * The idempotent producer: acks from all in-sync replicas, and one request in flight because
  * kafkajs has known ordering issues with concurrent idempotent sends.
+ *
+ * `retries` bounds how long one send keeps retrying (kafkajs' default for idempotent producers
+ * is forever). Bounding it is only safe for a caller that throws the producer away after any
+ * failed send: kafkajs rolls its sequence numbers back on failure, so reusing the producer for
+ * different records could collide with a batch the broker did append.
  */
-export function createIdempotentProducer(kafka: KafkaClient): Producer {
+export function createIdempotentProducer(
+  kafka: KafkaClient,
+  options: { retries?: number } = {},
+): Producer {
   return kafka.producer({
     idempotent: true,
     maxInFlightRequests: 1,
     allowAutoTopicCreation: false,
     createPartitioner: Partitioners.DefaultPartitioner,
+    ...(options.retries === undefined ? {} : { retry: { retries: options.retries } }),
   });
+}
+
+/** One Kafka record: key, value and string headers. */
+export interface ProducerRecord {
+  key: string;
+  value: string;
+  headers: Record<string, string>;
+}
+
+/**
+ * Sends records to their topics in one request and resolves once every in-sync replica acked
+ * them (acks -1). Rejects when any record was not acknowledged; see `isRecordRejected`.
+ */
+export async function publish(
+  producer: Producer,
+  batches: readonly { topic: string; records: readonly ProducerRecord[] }[],
+): Promise<void> {
+  await producer.sendBatch({
+    acks: -1,
+    topicMessages: batches.map(({ topic, records }) => ({
+      topic,
+      messages: records.map(({ key, value, headers }) => ({ key, value, headers })),
+    })),
+  });
+}
+
+/**
+ * Broker answers that refuse the records themselves: sending the same bytes again cannot
+ * succeed. Every other failure (connection refused or lost, timeouts, leader moves, unknown
+ * topic, retries exhausted) is about the cluster, not the record, and is worth retrying as is.
+ */
+const RECORD_REJECTIONS = new Set([
+  'MESSAGE_TOO_LARGE',
+  'RECORD_LIST_TOO_LARGE',
+  'INVALID_RECORD',
+  'CORRUPT_MESSAGE',
+  'INVALID_TIMESTAMP',
+]);
+
+/**
+ * True when the broker refused the records themselves (see RECORD_REJECTIONS). Reads the
+ * protocol error's `type` (kafkajs' KafkaJSProtocolError class is not an ESM named export),
+ * through the `cause` chain kafkajs builds when it wraps an error.
+ */
+export function isRecordRejected(error: unknown): boolean {
+  for (let cause = error, depth = 0; cause instanceof Error && depth < 5; depth++) {
+    const type = (cause as { type?: unknown }).type;
+    if (typeof type === 'string' && RECORD_REJECTIONS.has(type)) return true;
+    cause = cause.cause;
+  }
+  return false;
 }
 
 /** A real metadata round trip to the cluster, not just an open socket. */
@@ -61,18 +137,23 @@ export async function pingKafka(admin: Admin): Promise<void> {
   if (cluster.brokers.length === 0) throw new Error('kafka cluster reports no brokers');
 }
 
-/** Creates the topics that do not exist yet; existing ones are left as they are. */
+/**
+ * Creates the topics that do not exist yet; existing ones are left as they are. `topicConfig`
+ * holds topic-level settings for the new ones (e.g. `max.message.bytes`).
+ */
 export async function ensureTopics(
   admin: Admin,
   topics: readonly string[],
   numPartitions = 3,
+  topicConfig: Readonly<Record<string, string>> = {},
 ): Promise<void> {
   const existing = new Set(await admin.listTopics());
   const missing = topics.filter((topic) => !existing.has(topic));
   if (missing.length === 0) return;
+  const configEntries = Object.entries(topicConfig).map(([name, value]) => ({ name, value }));
   await admin.createTopics({
     waitForLeaders: true,
     // Replication factor comes from the broker default (default.replication.factor).
-    topics: missing.map((topic) => ({ topic, numPartitions })),
+    topics: missing.map((topic) => ({ topic, numPartitions, configEntries })),
   });
 }

@@ -1,0 +1,54 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from './logger.js';
+import { metricsRegistry } from './metrics.js';
+
+export interface MetricsServer {
+  port: number;
+  close: () => Promise<void>;
+}
+
+/**
+ * GET /metrics for processes that do not run the API (which serves it on its own port):
+ * a bare node:http server, nothing else on it. Port 0 picks a free port; the port is logged.
+ */
+export async function startMetricsServer(
+  options: { host: string; port: number },
+  logger: Logger,
+): Promise<MetricsServer> {
+  const server = createServer((req, res) => {
+    if (req.method !== 'GET' || req.url?.split('?')[0] !== '/metrics') {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+      return;
+    }
+    metricsRegistry.metrics().then(
+      (body) => {
+        res.writeHead(200, { 'content-type': metricsRegistry.contentType }).end(body);
+      },
+      (error: unknown) => {
+        logger.warn({ err: error }, 'metrics collection failed');
+        res.writeHead(500, { 'content-type': 'text/plain' }).end('metrics collection failed\n');
+      },
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  logger.info({ host: options.host, port }, 'metrics listening');
+  return {
+    port,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((error) => {
+          if (error) reject(error);
+          else resolve();
+        });
+        server.closeIdleConnections();
+      }),
+  };
+}
