@@ -1,5 +1,6 @@
 import { ConfigError, loadConfig } from '../platform/config.js';
 import { createLogger } from '../platform/logger.js';
+import { startMetricsServer } from '../platform/metrics-server.js';
 import { createPlatform } from '../platform/platform.js';
 import { registerShutdown } from '../platform/shutdown.js';
 import { startApi } from './api/start-api.js';
@@ -27,9 +28,15 @@ export async function runRoles(roles: readonly RoleName[]): Promise<void> {
   }
   const logger = createLogger(config, { service: 'payments', roles: roles.join(',') });
   const platform = await createPlatform(config, logger);
-  const running: RunningRole[] = [];
+  const running: Pick<RunningRole, 'close'>[] = [];
   try {
     for (const role of roles) running.push(await starters[role](platform));
+    // The API serves /metrics itself; every other process gets a metrics-only server.
+    if (!roles.includes('api')) {
+      running.push(
+        await startMetricsServer({ host: config.HOST, port: config.METRICS_PORT }, logger),
+      );
+    }
   } catch (error) {
     logger.fatal({ err: error }, 'start-up failed');
     await Promise.allSettled(running.map((role) => role.close()));

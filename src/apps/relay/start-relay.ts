@@ -1,29 +1,49 @@
+import { listenForOutbox } from '../../outbox/outbox-listener.js';
+import { registerBacklogProbe } from '../../outbox/outbox-metrics.js';
+import { readBacklog } from '../../outbox/outbox-repository.js';
 import { connectInBackground } from '../../platform/connect-in-background.js';
-import { createIdempotentProducer } from '../../platform/kafka.js';
+import { ensureTopics } from '../../platform/kafka.js';
 import type { Platform } from '../../platform/platform.js';
 import type { RunningRole } from '../running-role.js';
+import { createRelay, createRelayKafka } from './relay.js';
 
 /**
- * The outbox relay role. For now it only connects its idempotent producer and reports ready;
- * the claim-publish-mark loop arrives with the outbox (issue 4). Kafka being down at boot
- * delays readiness, it does not stop the process.
+ * The outbox relay role: once its topic exists and its producer is connected ("relay ready"),
+ * it loops claim -> publish -> mark, woken by the outbox trigger's NOTIFY and by a fallback poll.
+ * Kafka down at boot delays readiness; it never stops the process.
  */
 export function startRelay(platform: Platform): Promise<RunningRole> {
+  const { config, pool } = platform;
   const logger = platform.logger.child({ role: 'relay' });
-  const producer = createIdempotentProducer(platform.kafka);
+  const kafka = createRelayKafka(config, logger);
+  const relay = createRelay({ db: pool, kafka, logger, config });
+  const unregisterProbe = registerBacklogProbe(() => readBacklog(pool));
+  const listener = listenForOutbox({
+    connectionString: config.DATABASE_URL,
+    logger,
+    onNotify: relay.wake,
+  });
   const connection = connectInBackground(
-    'relay producer',
-    () => producer.connect(),
+    'relay',
+    async () => {
+      // The producer never creates topics; make sure ours exists (existing ones are untouched).
+      await platform.admin.connect();
+      await ensureTopics(platform.admin, [config.KAFKA_TOPIC_PAYMENTS]);
+      await relay.connect();
+    },
     logger,
     () => {
       logger.info('relay ready');
+      void relay.run();
     },
   );
   return Promise.resolve({
     name: 'relay',
     close: async () => {
       connection.stop();
-      if (await connection.connected) await producer.disconnect();
+      await connection.connected;
+      await Promise.all([relay.stop(), listener.close()]);
+      unregisterProbe();
     },
   });
 }

@@ -1,0 +1,62 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { REPO_ROOT } from './services.js';
+
+export interface RoleProcess {
+  /** The first JSON log line whose `msg` is `msg` (waits for it; rejects if the process exits). */
+  logLine: (msg: string) => Promise<Record<string, unknown>>;
+  /** Sends `signal` and resolves with the exit code. */
+  stop: (signal?: NodeJS.Signals) => Promise<number | null>;
+  output: () => string;
+}
+
+/** Runs a compiled entry point (`dist/<entry>`) with exactly `env` plus PATH. */
+export function startRoleProcess(entry: string, env: Record<string, string>): RoleProcess {
+  const child = spawn(process.execPath, [path.join(REPO_ROOT, 'dist', entry)], {
+    cwd: REPO_ROOT,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const lines: Record<string, unknown>[] = [];
+  const waiters = new Set<() => void>();
+  child.stdout.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+    const complete = output.slice(0, output.lastIndexOf('\n'));
+    lines.length = 0;
+    for (const line of complete.split('\n')) {
+      if (line.startsWith('{')) lines.push(JSON.parse(line) as Record<string, unknown>);
+    }
+    for (const waiter of waiters) waiter();
+  });
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => {
+    child.on('exit', (code) => {
+      for (const waiter of waiters) waiter();
+      resolve(code);
+    });
+  });
+
+  return {
+    logLine: (msg) =>
+      new Promise((resolve, reject) => {
+        const check = () => {
+          const found = lines.find((line) => line.msg === msg);
+          if (found) {
+            waiters.delete(check);
+            resolve(found);
+          } else if (child.exitCode !== null) {
+            waiters.delete(check);
+            reject(new Error(`${entry} exited ${child.exitCode} before "${msg}": ${output}`));
+          }
+        };
+        waiters.add(check);
+        check();
+      }),
+    stop: (signal = 'SIGTERM') => {
+      if (child.exitCode === null) child.kill(signal);
+      return exited;
+    },
+    output: () => output,
+  };
+}
