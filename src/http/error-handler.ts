@@ -40,7 +40,7 @@ export function errorHandler(retryAfterSeconds: number): ErrorRequestHandler {
         (typeof error === 'object' && error !== null && fromBodyParser(error)) ||
         new ApiError('internal_error', 'An unexpected error occurred.', { cause: error });
     }
-    if (apiError.status >= 500) req.log.error({ err: error }, apiError.detail);
+    if (apiError.status >= 500) req.ctx.log.error({ err: error }, apiError.detail);
     if (res.headersSent) return;
     sendProblem(res, apiError.toProblem(), apiError.options.headers);
   };

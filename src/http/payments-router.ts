@@ -52,7 +52,7 @@ export function paymentsRouter(deps: PaymentsRouterDeps): Router {
       });
     }
     (res.locals as Authenticated).merchant = merchant;
-    req.log = req.log.child({ merchant_id: merchant.id });
+    req.ctx.bind({ merchant_id: merchant.id });
     next();
   });
 
@@ -87,9 +87,9 @@ export function paymentsRouter(deps: PaymentsRouterDeps): Router {
       }
       const body = validate(createPaymentBodySchema, req.body as unknown);
       const { merchant, idempotencyKey: key = '' } = res.locals as Authenticated;
-      req.log = req.log.child({ idempotency_key: key });
+      req.ctx.bind({ idempotency_key: key });
       const outcome = await deps.createPayment(merchant, key, body);
-      req.log = req.log.child({ payment_id: outcome.paymentId });
+      req.ctx.bind({ payment_id: outcome.paymentId });
       res.status(outcome.status);
       res.setHeader('Location', `/payments/${outcome.paymentId}`);
       if (outcome.replayed) res.setHeader('Idempotent-Replayed', 'true');

@@ -33,8 +33,10 @@ export async function insertPaymentOnce(
   record: NewPaymentRecord,
 ): Promise<StoredResponse | null> {
   const { payment, event } = record;
-  const { rows } = await db.query<{ expires_at: Date }>(
-    `WITH idempotency AS (
+  // Named: prepared once per connection, like pgbench -M prepared.
+  const { rows } = await db.query<{ expires_at: Date }>({
+    name: 'idempotency.insert-payment-once',
+    text: `WITH idempotency AS (
        INSERT INTO idempotency_keys (merchant_id, idempotency_key, fingerprint, payment_id,
                                      response_status, response_body, created_at, expires_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $7::timestamptz + make_interval(secs => $8))
@@ -51,7 +53,7 @@ export async function insertPaymentOnce(
        RETURNING aggregate_id
      )
      SELECT idempotency.expires_at FROM idempotency JOIN outbox ON outbox.aggregate_id = idempotency.payment_id`,
-    [
+    values: [
       record.merchantId,
       record.idempotencyKey,
       record.fingerprint,
@@ -70,7 +72,7 @@ export async function insertPaymentOnce(
       event.topic,
       JSON.stringify(event.data),
     ],
-  );
+  });
   const created = rows[0];
   if (!created) return null;
   return {
@@ -95,12 +97,13 @@ export type FoundKey = { kind: 'live'; response: StoredResponse } | { kind: 'exp
 
 /** The key's record as the database sees it now (expiry judged by the database clock). */
 export async function findKey(db: Queryable, merchantId: string, key: string): Promise<FoundKey> {
-  const { rows } = await db.query<KeyRow>(
-    `SELECT payment_id, fingerprint, response_status, response_body, expires_at,
+  const { rows } = await db.query<KeyRow>({
+    name: 'idempotency.find-key',
+    text: `SELECT payment_id, fingerprint, response_status, response_body, expires_at,
             expires_at <= now() AS expired
        FROM idempotency_keys WHERE merchant_id = $1 AND idempotency_key = $2`,
-    [merchantId, key],
-  );
+    values: [merchantId, key],
+  });
   const row = rows[0];
   if (!row) return null;
   if (row.expired) return { kind: 'expired' };

@@ -36,12 +36,14 @@ export function createKeyLocks(redis: Redis, prefix: string, ttlMs: number): Key
         }
         return { kind: 'unavailable', error: asError(error) };
       }
-      // Best effort: without it a mismatching concurrent request gets 409 instead of 422.
-      await redis.set(inFlightKey(merchantId, key), fingerprint, 'PX', ttlMs).catch(() => null);
+      // Not awaited: it travels while the database works. Best effort: without it a
+      // mismatching concurrent request gets 409 instead of 422.
+      void redis.set(inFlightKey(merchantId, key), fingerprint, 'PX', ttlMs).catch(() => null);
       return {
         kind: 'acquired',
+        // The DEL follows the SET on the same connection, so Redis applies them in order.
+        // Both may fail when the lock expired or Redis went away; either way it is free.
         release: async () => {
-          // Both may fail when the lock expired or Redis went away; either way it is free.
           await Promise.allSettled([lock.release(), redis.del(inFlightKey(merchantId, key))]);
         },
       };

@@ -25,9 +25,10 @@ export async function findMerchantByApiKey(
   db: Queryable,
   apiKey: string,
 ): Promise<Merchant | null> {
-  const { rows } = await db.query<Merchant>(
-    'SELECT id, name FROM merchants WHERE api_key_hash = $1',
-    [hashApiKey(apiKey)],
-  );
+  const { rows } = await db.query<Merchant>({
+    name: 'merchants.find-by-key',
+    text: 'SELECT id, name FROM merchants WHERE api_key_hash = $1',
+    values: [hashApiKey(apiKey)],
+  });
   return rows[0] ?? null;
 }

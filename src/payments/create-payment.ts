@@ -220,13 +220,22 @@ export function createPaymentService(deps: CreatePaymentDeps) {
     }
     if (lock?.kind === 'unavailable') redisFailed('lock', lock.error);
 
+    let released = false;
+    const release = async () => {
+      if (released || lock?.kind !== 'acquired') return;
+      released = true;
+      await lock.release();
+    };
     try {
       await deps.beforeWrite?.();
       const { created, stored } = await writeOnce(merchant, key, body, fingerprint);
-      // After the commit the answer is decided: a cache failure here is logged, never a 503.
-      await deps.cache.set(merchant.id, key, stored).catch((error: unknown) => {
+      // After the commit the answer is decided: a cache failure is logged, never a 503. The
+      // cache write and the release go out together; on one connection Redis applies them in
+      // order, so no request sees the key unlocked before its response is cached.
+      const caching = deps.cache.set(merchant.id, key, stored).catch((error: unknown) => {
         logger.warn({ err: error }, 'could not cache the response; replays will use the database');
       });
+      await Promise.all([caching, release()]);
       if (!created) return answer(stored, fingerprint);
       return {
         status: stored.status,
@@ -235,7 +244,7 @@ export function createPaymentService(deps: CreatePaymentDeps) {
         replayed: false,
       };
     } finally {
-      if (lock?.kind === 'acquired') await lock.release();
+      await release();
     }
   };
 }

@@ -3,7 +3,7 @@ import { ApiError } from '../../http/api-error.js';
 import { errorHandler } from '../../http/error-handler.js';
 import { buildOpenApiDocument } from '../../http/openapi.js';
 import { paymentsRouter, type PaymentsRouterDeps } from '../../http/payments-router.js';
-import { requestLogger } from '../../http/request-logger.js';
+import { requestContext } from '../../http/request-context.js';
 import type { Logger } from '../../platform/logger.js';
 import { metricsRegistry } from '../../platform/metrics.js';
 import type { ReadinessReport } from '../../platform/readiness.js';
@@ -21,7 +21,7 @@ export function buildApp(deps: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.use(requestLogger(deps.logger));
+  app.use(requestContext(deps.logger));
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
