@@ -53,9 +53,11 @@ async function startProcess(
     env: { ...process.env, ...env, PORT: String(port) },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
-  let exited = false;
-  child.on('exit', () => (exited = true));
-  for (let i = 0; i < 200 && !exited; i++) {
+  const state = { exited: false };
+  child.on('exit', () => {
+    state.exited = true;
+  });
+  for (let i = 0; i < 200 && !state.exited; i++) {
     try {
       await fetch(`http://127.0.0.1:${port}${probePath}`);
       return { child, port };
