@@ -71,18 +71,31 @@ export async function claimEvents(
                 o.attempts`,
     [limit, leaseMs],
   );
-  return rows
-    .map((row) => ({
-      id: row.id,
-      eventId: row.event_id,
-      eventType: row.event_type,
-      aggregateId: row.aggregate_id,
-      topic: row.topic,
-      data: row.data,
-      createdAt: row.created_at,
-      attempts: row.attempts,
-    }))
-    .sort((a, b) => compareIds(a.id, b.id));
+  return rows.map(toClaimedEvent).sort((a, b) => compareIds(a.id, b.id));
+}
+
+function toClaimedEvent(row: ClaimedRow): ClaimedEvent {
+  return {
+    id: row.id,
+    eventId: row.event_id,
+    eventType: row.event_type,
+    aggregateId: row.aggregate_id,
+    topic: row.topic,
+    data: row.data,
+    createdAt: row.created_at,
+    attempts: row.attempts,
+  };
+}
+
+/** Every row, oldest first, read as the relay reads it; for checks and benchmarks, no lease. */
+export async function readAllEvents(db: Queryable): Promise<ClaimedEvent[]> {
+  const { rows } = await db.query<ClaimedRow>(
+    sql`
+      SELECT id, event_id, event_type, aggregate_id, topic, data, created_at, attempts
+        FROM outbox
+       ORDER BY id`,
+  );
+  return rows.map(toClaimedEvent);
 }
 
 /** bigint ids arrive as strings; order them numerically. */

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../../src/platform/db.js';
 import { toKafkaRecord, type KafkaRecord } from '../../src/outbox/cloud-event.js';
 import { paymentEventId } from '../../src/outbox/event-id.js';
+import { readAllEvents } from '../../src/outbox/outbox-repository.js';
 
 /** One outbox row as a test wrote it, in creation (id) order. */
 export interface BuiltEvent {
@@ -158,23 +159,6 @@ export async function countPending(db: Queryable): Promise<number> {
  * row as stored (jsonb normalises the data's key order, so the builder's object is not enough).
  */
 export async function expectedRecords(db: Queryable): Promise<Map<string, KafkaRecord>> {
-  const { rows } = await db.query<{
-    event_id: string;
-    event_type: string;
-    aggregate_id: string;
-    data: unknown;
-    created_at: Date;
-  }>('SELECT event_id, event_type, aggregate_id, data, created_at FROM outbox ORDER BY id');
-  return new Map(
-    rows.map((row) => [
-      row.event_id,
-      toKafkaRecord({
-        eventId: row.event_id,
-        eventType: row.event_type,
-        aggregateId: row.aggregate_id,
-        data: row.data,
-        createdAt: row.created_at,
-      }),
-    ]),
-  );
+  const events = await readAllEvents(db);
+  return new Map(events.map((event) => [event.eventId, toKafkaRecord(event)]));
 }

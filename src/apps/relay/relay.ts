@@ -113,6 +113,8 @@ interface SendOutcome {
   /** Not sent because Kafka is unreachable. */
   unsent: ClaimedEvent[];
   unavailable?: unknown;
+  /** When the send finished (Date.now()): the end of the lag measurement. */
+  ackedAt: number;
 }
 
 export function createRelay(deps: RelayDeps): Relay {
@@ -122,6 +124,15 @@ export function createRelay(deps: RelayDeps): Relay {
 
   let producer: Producer | undefined;
   let connecting: Promise<Producer> | undefined;
+
+  // The loop's waiting: a wake-up cuts an idle wait short, never a backoff; stop cuts both.
+  let stopped = false;
+  /** A function, not the variable: the loop must see the value stop() sets while it awaits. */
+  const isStopped = (): boolean => stopped;
+  let woken = false;
+  let endIdleWait: (() => void) | undefined;
+  let endAnyWait: (() => void) | undefined;
+  let loop: Promise<void> | undefined;
 
   /** The current producer, connecting a new one when the last was discarded. */
   function connectedProducer(): Promise<Producer> {
@@ -199,30 +210,40 @@ export function createRelay(deps: RelayDeps): Relay {
     }
   }
 
-  async function runOnce(): Promise<RunOnceResult> {
-    const result: RunOnceResult = {
-      claimed: 0,
-      published: 0,
-      rejected: 0,
-      parked: 0,
-      kafkaUnavailable: false,
-    };
-    // Claim nothing while Kafka is away: leases would only make other relays wait.
+  const claimBatch = () => claimEvents(db, config.RELAY_BATCH_SIZE, config.RELAY_LEASE_MS);
+
+  /** A fresh result for `claimed` rows. */
+  const resultFor = (claimed: number): RunOnceResult => ({
+    claimed,
+    published: 0,
+    rejected: 0,
+    parked: 0,
+    kafkaUnavailable: false,
+  });
+
+  /** Claims a batch, unless Kafka is away: leases would only make other relays wait. */
+  async function claimIfKafka(): Promise<ClaimedEvent[] | undefined> {
     try {
       await connectedProducer();
     } catch (error) {
       logger.debug({ err: error }, 'kafka unreachable');
-      result.kafkaUnavailable = true;
-      return result;
+      return undefined;
     }
-    const events = await claimEvents(db, config.RELAY_BATCH_SIZE, config.RELAY_LEASE_MS);
-    result.claimed = events.length;
-    if (events.length === 0) return result;
+    return claimBatch();
+  }
 
-    const outcome: SendOutcome = { acked: [], rejected: [], unsent: [] };
-    await sendSplitting(events, outcome);
-    const ackedAt = Date.now();
+  /** Publishes claimed rows (see sendSplitting); never throws. */
+  async function sendClaimed(events: ClaimedEvent[]): Promise<SendOutcome> {
+    const outcome: SendOutcome = { acked: [], rejected: [], unsent: [], ackedAt: 0 };
+    if (events.length > 0) await sendSplitting(events, outcome);
+    outcome.ackedAt = Date.now();
+    return outcome;
+  }
 
+  /** Marks acked rows published, records refusals, gives back what Kafka did not take. */
+  async function settleOutcome(claimed: number, outcome: SendOutcome): Promise<RunOnceResult> {
+    const result = resultFor(claimed);
+    const { ackedAt } = outcome;
     if (outcome.acked.length > 0) {
       await deps.afterPublish?.(outcome.acked);
       await markPublished(
@@ -272,6 +293,65 @@ export function createRelay(deps: RelayDeps): Relay {
     return result;
   }
 
+  async function runOnce(): Promise<RunOnceResult> {
+    const events = await claimIfKafka();
+    if (!events) return { ...resultFor(0), kafkaUnavailable: true };
+    return settleOutcome(events.length, await sendClaimed(events));
+  }
+
+  /**
+   * Rounds back to back until a claim comes back empty, with Postgres and Kafka working at the
+   * same time: the next batch is claimed while the current one is sent, and the current one is
+   * marked while the next one is sent. The next batch cannot hold a later event of a payment in
+   * the current one: that event stays behind its predecessor until the predecessor's mark
+   * commits. Returns the rows claimed in all (handing back after PURGE_INTERVAL_MS at most).
+   */
+  async function drain(): Promise<{ claimed: number; kafkaUnavailable: boolean }> {
+    const started = performance.now();
+    const first = await claimIfKafka();
+    if (!first) return { claimed: 0, kafkaUnavailable: true };
+    let batch = first;
+    let claimed = 0;
+    let marking: Promise<unknown> = Promise.resolve();
+    let prefetched: Promise<ClaimedEvent[] | Error> = Promise.resolve([]);
+    try {
+      while (batch.length > 0) {
+        claimed += batch.length;
+        // Under endless load, hand back to the loop now and then, so the purge still runs.
+        const enough = isStopped() || performance.now() - started >= PURGE_INTERVAL_MS;
+        prefetched = settle(enough ? Promise.resolve([]) : claimBatch());
+        const outcome = await sendClaimed(batch);
+        await marking; // one batch being marked at a time
+        marking = settleOutcome(batch.length, outcome);
+        // Awaited on the next turn or below; until then a rejection must not count as unhandled.
+        marking.catch(() => undefined);
+        if (outcome.unsent.length > 0) {
+          await marking;
+          return { claimed, kafkaUnavailable: true };
+        }
+        const following = await prefetched;
+        prefetched = Promise.resolve([]);
+        if (following instanceof Error) throw following;
+        batch = following;
+      }
+      await marking;
+      return { claimed, kafkaUnavailable: false };
+    } finally {
+      // Leaving early: a prefetched batch that will not be sent now goes back at once.
+      await giveBack(await prefetched);
+    }
+  }
+
+  /** Releases a prefetched batch that will not be sent now (best effort: leases expire anyway). */
+  async function giveBack(batch: ClaimedEvent[] | Error): Promise<void> {
+    if (batch instanceof Error || batch.length === 0) return;
+    await releaseEvents(
+      db,
+      batch.map((event) => event.id),
+      'released: the batch before it failed',
+    ).catch(() => undefined);
+  }
+
   function purgeOnce(limit = PURGE_BATCH_SIZE): Promise<number> {
     return purgePublished(db, config.OUTBOX_RETENTION_SECONDS, limit);
   }
@@ -286,20 +366,13 @@ export function createRelay(deps: RelayDeps): Relay {
     if (deleted > 0) logger.debug({ deleted }, 'purged published outbox rows');
   }
 
-  // The loop's waiting: a wake-up cuts an idle wait short, never a backoff; stop cuts both.
-  let stopped = false;
-  let woken = false;
-  let endIdleWait: (() => void) | undefined;
-  let endAnyWait: (() => void) | undefined;
-  let loop: Promise<void> | undefined;
-
   function wake(): void {
     woken = true;
     endIdleWait?.();
   }
 
   function pause(ms: number, idle: boolean): Promise<void> {
-    if (stopped || (idle && woken)) return Promise.resolve();
+    if (isStopped() || (idle && woken)) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
@@ -322,12 +395,12 @@ export function createRelay(deps: RelayDeps): Relay {
   async function loopUntilStopped(): Promise<void> {
     let failures = 0;
     let lastPurge = Number.NEGATIVE_INFINITY;
-    while (!stopped) {
+    while (!isStopped()) {
       // Cleared before the round: a notification arriving during it triggers another round.
       woken = false;
-      let result: RunOnceResult | undefined;
+      let drained: { claimed: number; kafkaUnavailable: boolean } | undefined;
       try {
-        result = await runOnce();
+        drained = await drain();
         if (performance.now() - lastPurge >= PURGE_INTERVAL_MS) {
           lastPurge = performance.now();
           await purgeRound();
@@ -335,17 +408,17 @@ export function createRelay(deps: RelayDeps): Relay {
       } catch (error) {
         if (failures === 0) logger.warn({ err: error }, 'relay round failed; backing off');
       }
-      if (!result || result.kafkaUnavailable) {
-        if (result && failures === 0) logger.warn('kafka unreachable; relay backing off');
-        if (result) outboxMetrics.kafkaUnavailable.inc();
+      if (!drained || drained.kafkaUnavailable) {
+        if (drained && failures === 0) logger.warn('kafka unreachable; relay backing off');
+        if (drained) outboxMetrics.kafkaUnavailable.inc();
         failures++;
         await pause(backoffMs(failures), false);
         continue;
       }
       if (failures > 0) logger.info({ failures }, 'relay recovered');
       failures = 0;
-      // A full or partial batch may have unblocked the next events of those payments.
-      if (result.claimed > 0) continue;
+      // Publishing may have unblocked the next events of those payments: look again at once.
+      if (drained.claimed > 0) continue;
       await pause(config.RELAY_POLL_INTERVAL_MS, true);
     }
   }
@@ -368,4 +441,11 @@ export function createRelay(deps: RelayDeps): Relay {
       await last?.disconnect();
     },
   };
+}
+
+/** The promise's value, or its rejection as a value: for work started before it is awaited. */
+function settle<T>(promise: Promise<T>): Promise<T | Error> {
+  return promise.catch((error: unknown) =>
+    error instanceof Error ? error : new Error(String(error)),
+  );
 }

@@ -1,0 +1,273 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { createRelay, createRelayKafka } from '../apps/relay/relay.js';
+import { toKafkaRecord, type KafkaRecord } from '../outbox/cloud-event.js';
+import { paymentEventId } from '../outbox/event-id.js';
+import { listenForOutbox } from '../outbox/outbox-listener.js';
+import { readAllEvents } from '../outbox/outbox-repository.js';
+import { loadConfig, type Config } from '../platform/config.js';
+import { createPool, sql, type Pool } from '../platform/db.js';
+import {
+  createIdempotentProducer,
+  createKafka,
+  ensureTopics,
+  publish,
+  type Admin,
+  type KafkaClient,
+} from '../platform/kafka.js';
+import { createLogger } from '../platform/logger.js';
+import { migrateUp } from '../platform/migrate.js';
+
+/**
+ * `npm run bench:relay`: the outbox relay against the local stack, next to a reference measured
+ * in the same run. Not a test: it prints its numbers and exits.
+ *
+ * (a) lag: payments committed one per transaction at a fixed rate while the relay runs
+ *     (LISTEN/NOTIFY + poll, as in production); commit-to-ack p50/p95/p99;
+ * (b) drain: a backlog inserted while no relay runs, then drained by one relay; rows/s;
+ * (c) raw: the same records sent with kafkajs sendBatch by the same kind of producer (idempotent,
+ *     acks -1, one request in flight), in batches of the same size, before and after (b).
+ *
+ * It creates its own database (migrated, dropped at the end) and its own topics (deleted).
+ * Settings (environment): BENCH_RATE (500/s), BENCH_SECONDS (20), BENCH_BACKLOG (20000),
+ * RELAY_BATCH_SIZE and the rest of the service configuration.
+ */
+
+const RATE = Number(process.env.BENCH_RATE ?? 500);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
+const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 20_000);
+
+const say = (line: string) => process.stderr.write(`[bench] ${line}\n`);
+/** Errors only: the bench's own teardown (dropping its database) would otherwise warn. */
+const logger = createLogger({ LOG_LEVEL: 'error', LOG_FORMAT: 'json' });
+
+/** A payment snapshot the size of the API's (about 400 bytes of JSON). */
+function snapshot(id: string): Record<string, unknown> {
+  return {
+    id,
+    object: 'payment',
+    amount: 4_200,
+    currency: 'EUR',
+    status: 'pending',
+    source: 'tok_visa',
+    description: 'Order #12345, two items',
+    metadata: { order_id: 'ord_12345', customer: 'cus_67890' },
+    created_at: new Date().toISOString(),
+  };
+}
+
+const INSERT_ONE = sql`
+  INSERT INTO outbox (event_id, event_type, aggregate_id, topic, data, created_at)
+  VALUES ($1, 'payment.created', $2, $3, $4, clock_timestamp())`;
+
+async function insertOne(pool: Pool, topic: string): Promise<string> {
+  const paymentId = randomUUID();
+  const eventId = paymentEventId(paymentId, 'payment.created');
+  await pool.query(INSERT_ONE, [eventId, paymentId, topic, JSON.stringify(snapshot(paymentId))]);
+  return eventId;
+}
+
+async function insertBacklog(pool: Pool, topic: string, count: number): Promise<void> {
+  for (let done = 0; done < count; done += 1_000) {
+    const ids = Array.from({ length: Math.min(1_000, count - done) }, () => randomUUID());
+    await pool.query(
+      sql`
+        INSERT INTO outbox (event_id, event_type, aggregate_id, topic, data, created_at)
+        SELECT e.event_id, 'payment.created', e.payment_id, $3, e.data, clock_timestamp()
+          FROM unnest($1::uuid[], $2::uuid[], $4::jsonb[]) AS e(event_id, payment_id, data)`,
+      [
+        ids.map((id) => paymentEventId(id, 'payment.created')),
+        ids,
+        topic,
+        ids.map((id) => JSON.stringify(snapshot(id))),
+      ],
+    );
+  }
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const index = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1);
+  return sorted[Math.max(0, index)] ?? Number.NaN;
+}
+
+async function pendingCount(pool: Pool): Promise<number> {
+  const { rows } = await pool.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL AND parked_at IS NULL',
+  );
+  return rows[0]?.n ?? 0;
+}
+
+async function waitUntil(
+  condition: () => Promise<boolean>,
+  timeoutMs: number,
+  intervalMs = 20,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`not done within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+/** (a) Commit-to-ack lag at a fixed insert rate, with the relay loop running. */
+async function measureLag(pool: Pool, kafka: KafkaClient, config: Config, databaseUrl: string) {
+  const committedAt = new Map<string, number>();
+  const lags: number[] = [];
+  const relay = createRelay({
+    db: pool,
+    kafka,
+    logger,
+    config,
+    afterPublish: (events) => {
+      const ackedAt = performance.now();
+      for (const event of events) {
+        const committed = committedAt.get(event.eventId);
+        // An ack seen before the commit's reply reached us counts as 0.
+        if (committed !== undefined) lags.push(Math.max(0, ackedAt - committed));
+      }
+    },
+  });
+  const listener = listenForOutbox({ connectionString: databaseUrl, logger, onNotify: relay.wake });
+  await relay.connect();
+  void relay.run();
+
+  const total = RATE * SECONDS;
+  const interval = 1_000 / RATE;
+  const inserts: Promise<void>[] = [];
+  const started = performance.now();
+  let issued = 0;
+  // Open loop: each insert starts at its scheduled time whether or not earlier ones finished.
+  while (issued < total) {
+    const due = Math.min(total, Math.floor((performance.now() - started) / interval) + 1);
+    for (; issued < due; issued++) {
+      inserts.push(
+        insertOne(pool, config.KAFKA_TOPIC_PAYMENTS).then((eventId) => {
+          committedAt.set(eventId, performance.now());
+        }),
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+  await Promise.all(inserts);
+  const insertSeconds = (performance.now() - started) / 1_000;
+  await waitUntil(async () => (await pendingCount(pool)) === 0, 60_000);
+  await waitUntil(() => Promise.resolve(lags.length >= total), 10_000).catch(() => undefined);
+  await Promise.all([relay.stop(), listener.close()]);
+  const sorted = lags.sort((a, b) => a - b);
+  return {
+    events: total,
+    achievedRate: total / insertSeconds,
+    p50: percentile(sorted, 50),
+    p95: percentile(sorted, 95),
+    p99: percentile(sorted, 99),
+    max: sorted.at(-1) ?? Number.NaN,
+  };
+}
+
+/**
+ * (b) One relay draining the backlog with its loop, as in production (the loop claims the next
+ * batch while the current one is being published). Timed until every row is marked published.
+ */
+async function measureDrain(pool: Pool, kafka: KafkaClient, config: Config): Promise<number> {
+  const relay = createRelay({ db: pool, kafka, logger, config });
+  await relay.connect();
+  const started = performance.now();
+  void relay.run();
+  await waitUntil(async () => (await pendingCount(pool)) === 0, 120_000, 5);
+  const seconds = (performance.now() - started) / 1_000;
+  await relay.stop();
+  return BACKLOG / seconds;
+}
+
+/** (c) The same records through a bare idempotent producer's sendBatch, same batch size. */
+async function measureRaw(
+  kafka: KafkaClient,
+  topic: string,
+  records: readonly KafkaRecord[],
+  batchSize: number,
+): Promise<number> {
+  const producer = createIdempotentProducer(kafka);
+  await producer.connect();
+  const started = performance.now();
+  for (let start = 0; start < records.length; start += batchSize) {
+    await publish(producer, [{ topic, records: records.slice(start, start + batchSize) }]);
+  }
+  const seconds = (performance.now() - started) / 1_000;
+  await producer.disconnect();
+  return records.length / seconds;
+}
+
+async function main(): Promise<void> {
+  const base = loadConfig();
+  const suffix = randomUUID().slice(0, 8);
+  const database = `bench_relay_${suffix}`;
+  const databaseUrl = new URL(base.DATABASE_URL);
+  databaseUrl.pathname = `/${database}`;
+  const config: Config = {
+    ...base,
+    DATABASE_URL: databaseUrl.toString(),
+    KAFKA_TOPIC_PAYMENTS: `bench.relay.${suffix}`,
+  };
+  const rawTopic = `bench.raw.${suffix}`;
+
+  const admin = new pg.Client({ connectionString: base.DATABASE_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${database}`);
+  const pool = createPool(config, logger, 'bench-relay');
+  const kafka = createKafka(config, logger);
+  const kafkaAdmin: Admin = kafka.admin();
+  try {
+    await migrateUp(config.DATABASE_URL, logger);
+    await kafkaAdmin.connect();
+    await ensureTopics(kafkaAdmin, [config.KAFKA_TOPIC_PAYMENTS, rawTopic], 3);
+    const relayKafka = createRelayKafka(config, logger);
+
+    say(`(a) lag: ${RATE} payments/s for ${SECONDS} s, relay batch ${config.RELAY_BATCH_SIZE}`);
+    const lag = await measureLag(pool, relayKafka, config, config.DATABASE_URL);
+
+    say(`(b, c) drain ${BACKLOG} rows vs raw sendBatch of the same records`);
+    await pool.query('DELETE FROM outbox');
+    await insertBacklog(pool, config.KAFKA_TOPIC_PAYMENTS, BACKLOG);
+    // Production tables have statistics (autovacuum analyzes the outbox after 2% churn); a
+    // bulk-loaded table in a new database has none until autovacuum's next round.
+    await pool.query('ANALYZE outbox');
+    const records = (await readAllEvents(pool)).map(toKafkaRecord);
+    const rawBefore = await measureRaw(kafka, rawTopic, records, config.RELAY_BATCH_SIZE);
+    const drain = await measureDrain(pool, relayKafka, config);
+    const rawAfter = await measureRaw(kafka, rawTopic, records, config.RELAY_BATCH_SIZE);
+    const raw = (rawBefore + rawAfter) / 2;
+
+    const ms = (value: number) => `${value.toFixed(1)} ms`;
+    const perSecond = (value: number) => `${Math.round(value).toLocaleString('en')} rows/s`;
+    const lines = [
+      `outbox relay benchmark (${new Date().toISOString()})`,
+      `(a) commit-to-ack lag at ${Math.round(lag.achievedRate)} payments/s, ${lag.events} events:`,
+      `    p50 ${ms(lag.p50)}  p95 ${ms(lag.p95)}  p99 ${ms(lag.p99)}  max ${ms(lag.max)}` +
+        `  (target p99 <= 50 ms at 500/s)`,
+      `(b) backlog drain, ${BACKLOG} rows, batch ${config.RELAY_BATCH_SIZE}: ${perSecond(drain)}`,
+      `(c) raw kafkajs sendBatch, same records and batch size: ${perSecond(raw)}` +
+        ` (before ${perSecond(rawBefore)}, after ${perSecond(rawAfter)})`,
+      `    drain / raw = ${((drain / raw) * 100).toFixed(0)}% (target >= 50%)`,
+    ];
+    process.stdout.write(`${lines.join('\n')}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ lag, drain: { rows: BACKLOG, perSecond: drain }, raw: { perSecond: raw, rawBefore, rawAfter }, ratio: drain / raw })}\n`,
+    );
+  } finally {
+    await kafkaAdmin
+      .deleteTopics({ topics: [config.KAFKA_TOPIC_PAYMENTS, rawTopic] })
+      .catch(() => undefined);
+    await kafkaAdmin.disconnect();
+    await pool.end();
+    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    await admin.end();
+  }
+}
+
+try {
+  await main();
+} catch (error) {
+  say(`failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  process.exitCode = 1;
+}
