@@ -114,6 +114,28 @@ export const configSchema = z.object({
   AUTH_CACHE_TTL_MS: integer(0, 3_600_000).default(30_000),
   /** When Postgres is unavailable, clients are told to come back after this many seconds. */
   UNAVAILABLE_RETRY_AFTER_SECONDS: integer(1, 3_600).default(2),
+  /** Brief section 7: five attempts, then the dead-letter queue. */
+  SETTLEMENT_MAX_ATTEMPTS: integer(1, 100).default(5),
+  /** First retry after up to this long (full jitter); doubles per attempt up to the cap. */
+  SETTLEMENT_BACKOFF_BASE_MS: integer(1, 600_000).default(200),
+  /** No retry waits longer: a recovered acquirer is used within this long. */
+  SETTLEMENT_BACKOFF_CAP_MS: integer(1, 3_600_000).default(30_000),
+  /** A claimed job is another worker's after this long; well above ACQUIRER_TIMEOUT_MS. */
+  SETTLEMENT_LEASE_MS: integer(100, 3_600_000).default(30_000),
+  /** Acquirer calls in flight per settlement process: enough to hide a slow acquirer's latency. */
+  SETTLEMENT_CONCURRENCY: integer(1, 1_000).default(16),
+  /** Fallback poll for due retries; new work wakes the worker at once. */
+  SETTLEMENT_POLL_MS: integer(10, 60_000).default(500),
+  /** An acquirer that has not answered by then is treated as a transient failure. */
+  ACQUIRER_TIMEOUT_MS: integer(10, 120_000).default(2_000),
+  /** Simulator only: latency added to every call, for load tests. */
+  ACQUIRER_SIM_LATENCY_MS: integer(0, 60_000).default(0),
+  /** Simulator only: probability of a random transient failure, for load tests. */
+  ACQUIRER_SIM_FAILURE_RATE: z
+    .string()
+    .regex(/^(0(\.\d+)?|1(\.0+)?)$/, { message: 'must be a number between 0 and 1' })
+    .transform(Number)
+    .default(0),
   /** A readiness probe must answer before the orchestrator's own timeout (typically 1-5 s). */
   READINESS_TIMEOUT_MS: integer(100, 60_000).default(2_000),
   /** Long enough to finish in-flight requests, shorter than a typical 30 s SIGKILL grace period. */
@@ -122,6 +144,8 @@ export const configSchema = z.object({
   METRICS_PORT: integer(0, 65535).default(9464),
   /** Rows per claim-publish-mark round: amortises the round trips, still one fast produce request. */
   RELAY_BATCH_SIZE: integer(1, 10_000).default(500),
+  /** Loops per relay process: with 2, one publishes while the other waits on Postgres (bench). */
+  RELAY_WORKERS: integer(1, 16).default(2),
   /** Fallback when a notification is missed (listener reconnecting) and to pick up retried rows. */
   RELAY_POLL_INTERVAL_MS: integer(10, 600_000).default(1_000),
   /** Well above a send's worst case (bounded retries), so a live relay's claim does not expire. */

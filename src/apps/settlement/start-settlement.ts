@@ -1,19 +1,69 @@
+import { createAcquirerSimulator } from '../../acquirer/acquirer-simulator.js';
+import type { Acquirer } from '../../acquirer/acquirer.js';
 import { connectInBackground } from '../../platform/connect-in-background.js';
+import {
+  consume,
+  createConsumer,
+  createIdempotentProducer,
+  ensureTopics,
+  publish,
+} from '../../platform/kafka.js';
 import type { Platform } from '../../platform/platform.js';
+import { createSettlementHandler } from '../../settlement/settlement-consumer.js';
+import { createSettlementWorker, type WorkerDeps } from '../../settlement/settlement-worker.js';
 import type { RunningRole } from '../running-role.js';
 
+export interface SettlementOptions {
+  /** Defaults to the simulator (BRIEF section 6). */
+  acquirer?: Acquirer;
+  /** Test-only fault injection, see WorkerDeps. */
+  afterCharge?: WorkerDeps['afterCharge'];
+}
+
 /**
- * The settlement consumer role. For now it only connects its consumer and reports ready;
- * consuming `payment.created` arrives with settlement (issue 5).
+ * The settlement role: a consumer group on the payments topic that records `payment.created`
+ * as durable jobs, and a worker that settles them through the acquirer. Kafka down at boot
+ * delays readiness ("settlement ready"); it never stops the process.
  */
-export function startSettlement(platform: Platform): Promise<RunningRole> {
+export function startSettlement(
+  platform: Platform,
+  options: SettlementOptions = {},
+): Promise<RunningRole> {
+  const { config, pool, kafka } = platform;
   const logger = platform.logger.child({ role: 'settlement' });
-  const consumer = platform.kafka.consumer({ groupId: platform.config.KAFKA_CONSUMER_GROUP });
+  const producer = createIdempotentProducer(kafka);
+  const acquirer =
+    options.acquirer ??
+    createAcquirerSimulator(pool, {
+      latencyMs: config.ACQUIRER_SIM_LATENCY_MS,
+      transientFailureRate: config.ACQUIRER_SIM_FAILURE_RATE,
+      timeoutTokenDelayMs: config.ACQUIRER_TIMEOUT_MS * 3,
+    });
+  const worker = createSettlementWorker({
+    pool,
+    acquirer,
+    publishDeadLetter: (record) =>
+      publish(producer, [{ topic: config.KAFKA_TOPIC_DLQ, records: [record] }]),
+    logger,
+    config,
+    ...(options.afterCharge ? { afterCharge: options.afterCharge } : {}),
+  });
+  const handle = createSettlementHandler({ pool, worker, logger });
+  const consumer = createConsumer(kafka, config.KAFKA_CONSUMER_GROUP);
   const connection = connectInBackground(
-    'settlement consumer',
-    () => consumer.connect(),
+    'settlement',
+    async () => {
+      await platform.admin.connect();
+      await ensureTopics(platform.admin, [config.KAFKA_TOPIC_PAYMENTS, config.KAFKA_TOPIC_DLQ]);
+      await producer.connect();
+      await consumer.connect();
+      await consume(consumer, [config.KAFKA_TOPIC_PAYMENTS], async (record) => {
+        await handle(record);
+      });
+    },
     logger,
     () => {
+      worker.start();
       logger.info('settlement ready');
     },
   );
@@ -21,7 +71,12 @@ export function startSettlement(platform: Platform): Promise<RunningRole> {
     name: 'settlement',
     close: async () => {
       connection.stop();
-      if (await connection.connected) await consumer.disconnect();
+      if (await connection.connected) {
+        // Stop intake first (in-flight records finish and commit), then the worker's jobs.
+        await consumer.disconnect();
+        await worker.stop();
+        await producer.disconnect();
+      }
     },
   });
 }

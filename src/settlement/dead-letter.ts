@@ -1,0 +1,49 @@
+import type { ProducerRecord } from '../platform/kafka.js';
+import type { SourceRecord } from './settlement-repository.js';
+
+/**
+ * Headers of a dead letter (topic `payments.settlement.dlq`): where the record came from and
+ * why it was given up on. Key and value are the original record's, unchanged, so `dlq:replay`
+ * can put it back on the main topic as it was (same event id).
+ */
+export const DLQ_HEADERS = {
+  originalTopic: 'dlq_original_topic',
+  originalPartition: 'dlq_original_partition',
+  originalOffset: 'dlq_original_offset',
+  eventId: 'dlq_event_id',
+  errorClass: 'dlq_error_class',
+  errorMessage: 'dlq_error_message',
+  attempts: 'dlq_attempts',
+  firstFailureAt: 'dlq_first_failure_at',
+  lastFailureAt: 'dlq_last_failure_at',
+} as const;
+
+export interface DeadLetterReason {
+  eventId: string | null;
+  errorClass: string;
+  errorMessage: string;
+  attempts: number;
+  firstFailureAt: Date;
+  lastFailureAt: Date;
+}
+
+export function toDeadLetter(
+  record: SourceRecord,
+  reason: DeadLetterReason,
+): ProducerRecord & { key: string } {
+  const headers: Record<string, string> = {
+    [DLQ_HEADERS.originalTopic]: record.topic,
+    [DLQ_HEADERS.originalPartition]: String(record.partition),
+    [DLQ_HEADERS.originalOffset]: record.offset,
+    [DLQ_HEADERS.errorClass]: reason.errorClass,
+    [DLQ_HEADERS.errorMessage]: reason.errorMessage.slice(0, 1_000),
+    [DLQ_HEADERS.attempts]: String(reason.attempts),
+    [DLQ_HEADERS.firstFailureAt]: reason.firstFailureAt.toISOString(),
+    [DLQ_HEADERS.lastFailureAt]: reason.lastFailureAt.toISOString(),
+  };
+  if (reason.eventId !== null) {
+    headers[DLQ_HEADERS.eventId] = reason.eventId;
+    headers.ce_id = reason.eventId;
+  }
+  return { key: record.key ?? '', value: record.value, headers };
+}

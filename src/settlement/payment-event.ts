@@ -1,0 +1,61 @@
+import { z } from 'zod';
+import { paymentSchema } from '../payments/payment-schemas.js';
+
+/** The CloudEvents types on the payments topic; settlement acts on `payment.created` only. */
+export const KNOWN_EVENT_TYPES = ['payment.created', 'payment.settled', 'payment.failed'] as const;
+
+const envelopeSchema = z.object({
+  specversion: z.literal('1.0'),
+  id: z.uuid(),
+  type: z.string().min(1),
+  source: z.string().min(1),
+  subject: z.uuid(),
+  time: z.iso.datetime(),
+  data: z.unknown(),
+});
+
+export type ParsedEvent =
+  | {
+      kind: 'payment.created';
+      eventId: string;
+      payment: z.infer<typeof paymentSchema>;
+    }
+  /** A known type settlement does not act on (its own results): skipped, not an error. */
+  | { kind: 'ignored'; eventId: string; type: string }
+  /** Unparseable, invalid, or an unknown type: straight to the dead-letter queue. */
+  | { kind: 'poison'; errorClass: string; message: string };
+
+/** Reads a Kafka record's value as a payment CloudEvent; never throws. */
+export function parsePaymentEvent(value: Buffer | string | null): ParsedEvent {
+  if (value === null) return { kind: 'poison', errorClass: 'empty_message', message: 'no value' };
+  let json: unknown;
+  try {
+    json = JSON.parse(value.toString());
+  } catch (error) {
+    return { kind: 'poison', errorClass: 'malformed_json', message: (error as Error).message };
+  }
+  const envelope = envelopeSchema.safeParse(json);
+  if (!envelope.success) {
+    return { kind: 'poison', errorClass: 'invalid_envelope', message: summarize(envelope.error) };
+  }
+  const { id, type, subject, data } = envelope.data;
+  if (!(KNOWN_EVENT_TYPES as readonly string[]).includes(type)) {
+    return { kind: 'poison', errorClass: 'unknown_event_type', message: `unknown type ${type}` };
+  }
+  if (type !== 'payment.created') return { kind: 'ignored', eventId: id, type };
+  const payment = paymentSchema.safeParse(data);
+  if (!payment.success) {
+    return { kind: 'poison', errorClass: 'invalid_payload', message: summarize(payment.error) };
+  }
+  if (payment.data.id !== subject) {
+    return { kind: 'poison', errorClass: 'invalid_payload', message: 'subject is not data.id' };
+  }
+  return { kind: 'payment.created', eventId: id, payment: payment.data };
+}
+
+function summarize(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 3)
+    .map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`)
+    .join('; ');
+}
