@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../src/merchants/api-key.js';
@@ -124,16 +125,21 @@ describe('process entry points', () => {
         .exited;
       expect(second.code).toBe(0);
       expect(second.stdout).toContain('"msg":"schema is up to date"');
-      const { rows } = await db.pool.query<{ tablename: string }>(
-        "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename",
+      // Every file in migrations/ is applied, in order.
+      const files = (await readdir(path.join(REPO_ROOT, 'migrations')))
+        .filter((f) => f.endsWith('.sql'))
+        .map((f) => f.replace(/\.sql$/, ''))
+        .sort();
+      const applied = await db.pool.query<{ name: string }>(
+        'SELECT name FROM pgmigrations ORDER BY run_on, id',
       );
-      expect(rows.map((r) => r.tablename)).toEqual([
-        'idempotency_keys',
-        'merchants',
-        'outbox',
-        'payments',
-        'pgmigrations',
-      ]);
+      expect(applied.rows.map((r) => r.name)).toEqual(files);
+      const { rows } = await db.pool.query<{ tablename: string }>(
+        "SELECT tablename FROM pg_tables WHERE schemaname = 'public'",
+      );
+      expect(rows.map((r) => r.tablename)).toEqual(
+        expect.arrayContaining(['merchants', 'payments', 'idempotency_keys', 'outbox']),
+      );
     } finally {
       await db.drop();
     }
