@@ -32,6 +32,10 @@ interface ClaimedRow {
  * payment's next event becomes claimable only once the one before it was published (or parked).
  * SKIP LOCKED lets concurrent claims pass over each other's rows instead of queueing.
  *
+ * `id = ANY (ARRAY (...))` rather than a join or IN: the chosen ids become one array, and the
+ * UPDATE finds them through the primary key. As a join, the planner hashed the subquery and
+ * scanned the whole table for it (every published row of the retention window, every claim).
+ *
  * The head test is a NOT EXISTS with OFFSET 0 on purpose: the OFFSET keeps Postgres from
  * turning it into an anti-join, so it stays one probe of `outbox_pending (aggregate_id, id)`
  * per candidate, and the claim costs O(batch), not O(backlog). As an anti-join the planner,
@@ -48,25 +52,23 @@ export async function claimEvents(
     sql`
       UPDATE outbox o
          SET locked_until = now() + $2 * interval '1 millisecond'
-        FROM (
-          SELECT c.id
-            FROM outbox c
-           WHERE c.published_at IS NULL
-             AND c.parked_at IS NULL
-             AND (c.locked_until IS NULL OR c.locked_until <= now())
-             AND NOT EXISTS (
-                   SELECT 1
-                     FROM outbox older
-                    WHERE older.aggregate_id = c.aggregate_id
-                      AND older.id < c.id
-                      AND older.published_at IS NULL
-                      AND older.parked_at IS NULL
-                   OFFSET 0)
-           ORDER BY c.id
-           LIMIT $1
-             FOR UPDATE SKIP LOCKED
-        ) claimed
-       WHERE o.id = claimed.id
+       WHERE o.id = ANY (ARRAY (
+               SELECT c.id
+                 FROM outbox c
+                WHERE c.published_at IS NULL
+                  AND c.parked_at IS NULL
+                  AND (c.locked_until IS NULL OR c.locked_until <= now())
+                  AND NOT EXISTS (
+                        SELECT 1
+                          FROM outbox older
+                         WHERE older.aggregate_id = c.aggregate_id
+                           AND older.id < c.id
+                           AND older.published_at IS NULL
+                           AND older.parked_at IS NULL
+                        OFFSET 0)
+                ORDER BY c.id
+                LIMIT $1
+                  FOR UPDATE SKIP LOCKED))
       RETURNING o.id, o.event_id, o.event_type, o.aggregate_id, o.topic, o.data, o.created_at,
                 o.attempts`,
     [limit, leaseMs],
@@ -164,6 +166,7 @@ export async function recordFailedAttempt(
 /**
  * Deletes at most `limit` rows published more than `retentionSeconds` ago, oldest first.
  * SKIP LOCKED: several relays purging at once split the work instead of waiting on each other.
+ * `= ANY (ARRAY (...))` for the same reason as in claimEvents: primary-key lookups, no scan.
  */
 export async function purgePublished(
   db: Queryable,
@@ -173,13 +176,13 @@ export async function purgePublished(
   const { rowCount } = await db.query(
     sql`
       DELETE FROM outbox
-       WHERE id IN (
-         SELECT id
-           FROM outbox
-          WHERE published_at < now() - $1 * interval '1 second'
-          ORDER BY published_at
-          LIMIT $2
-            FOR UPDATE SKIP LOCKED)`,
+       WHERE id = ANY (ARRAY (
+               SELECT id
+                 FROM outbox
+                WHERE published_at < now() - $1 * interval '1 second'
+                ORDER BY published_at
+                LIMIT $2
+                  FOR UPDATE SKIP LOCKED))`,
     [retentionSeconds, limit],
   );
   return rowCount ?? 0;

@@ -77,6 +77,8 @@ export interface RelayDeps {
   afterPublish?: (events: readonly ClaimedEvent[]) => void | Promise<void>;
   /** Source of the backoff jitter, in [0, 1). */
   random?: () => number;
+  /** Called when a claim came back full: there is a backlog (used to wake sibling workers). */
+  onBacklog?: () => void;
 }
 
 export interface RunOnceResult {
@@ -317,6 +319,7 @@ export function createRelay(deps: RelayDeps): Relay {
     try {
       while (batch.length > 0) {
         claimed += batch.length;
+        if (batch.length === config.RELAY_BATCH_SIZE) deps.onBacklog?.();
         // Under endless load, hand back to the loop now and then, so the purge still runs.
         const enough = isStopped() || performance.now() - started >= PURGE_INTERVAL_MS;
         prefetched = settle(enough ? Promise.resolve([]) : claimBatch());
@@ -448,4 +451,38 @@ function settle<T>(promise: Promise<T>): Promise<T | Error> {
   return promise.catch((error: unknown) =>
     error instanceof Error ? error : new Error(String(error)),
   );
+}
+
+/**
+ * `count` relays in one process, sharing the pool, each with its own producer: while one waits
+ * on Postgres another publishes (Node has one core; their awaits overlap). They coordinate through
+ * the database exactly as relays in separate processes do. A notification wakes the first only;
+ * the others join when a claim comes back full, i.e. when there is a backlog, so an idle or
+ * lightly loaded process does not make every worker claim for every insert. `runOnce` and
+ * `purgeOnce` use the first.
+ */
+export function createRelayWorkers(deps: RelayDeps, count: number): Relay {
+  const workers: Relay[] = [];
+  const wakeAll = () => {
+    for (const worker of workers) worker.wake();
+  };
+  for (let index = 0; index < Math.max(1, count); index++) {
+    workers.push(createRelay({ ...deps, onBacklog: wakeAll }));
+  }
+  const [first] = workers;
+  if (!first) throw new Error('no relay worker');
+  return {
+    runOnce: first.runOnce,
+    purgeOnce: first.purgeOnce,
+    connect: async () => {
+      await Promise.all(workers.map((worker) => worker.connect()));
+    },
+    wake: first.wake,
+    run: async () => {
+      await Promise.all(workers.map((worker) => worker.run()));
+    },
+    stop: async () => {
+      await Promise.all(workers.map((worker) => worker.stop()));
+    },
+  };
 }

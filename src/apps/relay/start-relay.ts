@@ -5,18 +5,19 @@ import { connectInBackground } from '../../platform/connect-in-background.js';
 import { ensureTopics } from '../../platform/kafka.js';
 import type { Platform } from '../../platform/platform.js';
 import type { RunningRole } from '../running-role.js';
-import { createRelay, createRelayKafka } from './relay.js';
+import { createRelayKafka, createRelayWorkers } from './relay.js';
 
 /**
- * The outbox relay role: once its topic exists and its producer is connected ("relay ready"),
- * it loops claim -> publish -> mark, woken by the outbox trigger's NOTIFY and by a fallback poll.
+ * The outbox relay role: once its topic exists and its producers are connected ("relay ready"),
+ * RELAY_WORKERS loops claim -> publish -> mark, woken by the outbox trigger's NOTIFY and by a
+ * fallback poll.
  * Kafka down at boot delays readiness; it never stops the process.
  */
 export function startRelay(platform: Platform): Promise<RunningRole> {
   const { config, pool } = platform;
   const logger = platform.logger.child({ role: 'relay' });
   const kafka = createRelayKafka(config, logger);
-  const relay = createRelay({ db: pool, kafka, logger, config });
+  const relay = createRelayWorkers({ db: pool, kafka, logger, config }, config.RELAY_WORKERS);
   const unregisterProbe = registerBacklogProbe(() => readBacklog(pool));
   const listener = listenForOutbox({
     connectionString: config.DATABASE_URL,
