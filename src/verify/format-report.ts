@@ -1,0 +1,39 @@
+import { VIOLATIONS, type ViolationCode } from './violation.js';
+import type { VerifyReport } from './verify-payments.js';
+
+/** The report for people: a summary, then each kind of violation with a few examples. */
+export function formatReport(report: VerifyReport, examplesPerCode = 5): string {
+  const { payments, acquirer, events, deadLetters } = report;
+  const lines = [
+    `verify: ${report.scope} (checked ${report.checkedAt}, grace ${report.graceSeconds} s)`,
+    `  payments      ${payments.total}: ${payments.settled} settled, ${payments.failed} failed, ` +
+      `${payments.processing} processing (${payments.deadLettered} dead-lettered), ` +
+      `${payments.pending} pending; ${payments.inFlight} in flight (within the grace period)`,
+    `  keys          ${report.keys} idempotency records for them`,
+    `  acquirer      ${acquirer.approved} approved and ${acquirer.declined} declined charges, ` +
+      `${acquirer.calls} calls (${acquirer.replayedCalls} answered from its books)`,
+    events
+      ? `  events        ${events.read} read, ${events.distinct} distinct ids, ${events.copies} repeated copies`
+      : '  events        not read (no Kafka)',
+    deadLetters
+      ? `  dead letters  ${deadLetters.read} read, ${deadLetters.eventIds} event ids, ` +
+        `${deadLetters.withoutEventId} without an event id`
+      : '  dead letters  not read (no Kafka)',
+  ];
+  const codes = Object.keys(report.counts) as ViolationCode[];
+  if (codes.length === 0) {
+    lines.push('  violations    none');
+    return lines.join('\n');
+  }
+  lines.push(`  violations    ${report.violations.length}`);
+  for (const code of codes) {
+    lines.push(`  ${code} x${report.counts[code] ?? 0}: ${VIOLATIONS[code]}`);
+    const examples = report.violations.filter((violation) => violation.code === code);
+    for (const violation of examples.slice(0, examplesPerCode)) {
+      lines.push(`      ${violation.paymentId ?? '-'}  ${violation.detail}`);
+    }
+    if (examples.length > examplesPerCode)
+      lines.push(`      ... and ${examples.length - examplesPerCode} more`);
+  }
+  return lines.join('\n');
+}

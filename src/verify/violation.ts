@@ -1,0 +1,52 @@
+/**
+ * Everything `npm run verify` can find wrong, with the invariant of BRIEF section 3 it breaks.
+ * One place for the wording, so the CLI, the tests and DESIGN.md section 13 say the same thing.
+ */
+export const VIOLATIONS = {
+  // I1 / I6: one payment per (merchant, Idempotency-Key)
+  payment_without_key:
+    'I1: payment has no idempotency record although its key cannot have expired yet, so the key could start a second payment',
+  key_shared_by_payments:
+    'I1: several idempotency records point at one payment (each key must start its own payment)',
+  stored_response_mismatch: 'I1: the stored response of the key names another payment id',
+  cross_merchant_key: 'I6: an idempotency record of another merchant points at this payment',
+  // I2 / I3: outbox and events
+  outbox_without_payment: 'I2: outbox row for a payment that does not exist',
+  outbox_parked: 'I3: outbox row parked (the relay gave up on it)',
+  outbox_unpublished: 'I3: outbox row still unpublished after the grace period',
+  missing_created_event: 'I2/I3: no payment.created event on the payments topic',
+  duplicate_event_ids: 'I3: several distinct event ids for one (payment, event type)',
+  wrong_event_id: 'I3: event id is not paymentEventId(payment id, type) (UUIDv5)',
+  events_out_of_order: 'I3: a result event precedes payment.created, or sits on another partition',
+  event_without_payment: 'I2: event on the payments topic for a payment that does not exist',
+  malformed_event: 'event on the payments topic without ce_id / ce_type headers or key',
+  // I4: charged at most once, settled exactly once
+  duplicate_charge: 'I4: more than one successful charge at the acquirer for one payment',
+  conflicting_charges: 'I4: the acquirer both approved and declined this payment',
+  charge_without_payment: 'I4: acquirer charge for a payment that does not exist',
+  settled_without_charge: 'I4: payment settled but the acquirer approved no charge',
+  failed_without_decline: 'I4: payment failed but the acquirer declined no charge',
+  charged_not_settled: 'I4: the acquirer approved a charge but the payment is not settled',
+  declined_not_failed: 'I4: the acquirer declined the charge but the payment is not failed',
+  missing_result_event: 'I4: terminal payment without its payment.settled / payment.failed event',
+  conflicting_result_events: 'I4: result events disagree with each other or with the status',
+  result_event_for_unfinished_payment: 'I4: a result event exists but the payment is not terminal',
+  terminal_with_job: 'I4: terminal payment still has a settlement job',
+  missing_dedup_record:
+    'I4: payment past pending without a processed_events row for its payment.created event',
+  // I7: every accepted payment ends terminal or in a visible dead letter
+  stuck_pending: 'I7: payment still pending after the grace period (settlement never took it)',
+  missing_settlement: 'I7: payment processing without a settlement job: nothing will settle it',
+  unresolved_settlement:
+    'I7: settlement job still retrying after the grace period (neither terminal nor dead-lettered)',
+  dead_letter_missing: 'I7: settlement job is dead but its event is not on the dead-letter topic',
+} as const;
+
+export type ViolationCode = keyof typeof VIOLATIONS;
+
+/** One thing found wrong: which rule, which payment (when it is about one), and the facts. */
+export interface Violation {
+  code: ViolationCode;
+  paymentId?: string;
+  detail: string;
+}

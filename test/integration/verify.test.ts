@@ -1,0 +1,213 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRelay } from '../../src/apps/relay/start-relay.js';
+import type { RunningRole } from '../../src/apps/running-role.js';
+import { startSettlement } from '../../src/apps/settlement/start-settlement.js';
+import { toKafkaRecord } from '../../src/outbox/cloud-event.js';
+import { createIdempotentProducer, publish } from '../../src/platform/kafka.js';
+import type { VerifyReport } from '../../src/verify/verify-payments.js';
+import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
+import { REPO_ROOT } from '../support/services.js';
+import { FAST_SETTLEMENT } from '../support/settlement-harness.js';
+import { postPayment, startTestApi, type TestApi } from '../support/test-api.js';
+
+/**
+ * The real `npm run verify` CLI (dist/scripts/verify.js) against a small world made by the real
+ * pipeline (API -> relay -> Kafka -> settlement), first consistent, then with one violation
+ * injected at a time.
+ */
+
+const run = promisify(execFile);
+let db: TestDatabase;
+let api: TestApi;
+const roles: RunningRole[] = [];
+const ids: Record<string, string> = {};
+
+interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function verifyCli(...args: string[]): Promise<CliResult> {
+  const { config } = api.platform;
+  try {
+    const { stdout, stderr } = await run(
+      process.execPath,
+      [path.join(REPO_ROOT, 'dist/scripts/verify.js'), ...args],
+      {
+        env: {
+          PATH: process.env.PATH ?? '',
+          DATABASE_URL: db.url,
+          KAFKA_BROKERS: config.KAFKA_BROKERS.join(','),
+          KAFKA_TOPIC_PAYMENTS: config.KAFKA_TOPIC_PAYMENTS,
+          KAFKA_TOPIC_DLQ: config.KAFKA_TOPIC_DLQ,
+        },
+        timeout: 60_000,
+      },
+    );
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code?: number; stdout?: string; stderr?: string };
+    return { code: failed.code ?? -1, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' };
+  }
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  api = await startTestApi(db, FAST_SETTLEMENT);
+  roles.push(await startRelay(api.platform), await startSettlement(api.platform));
+  const { apiKey } = await api.merchant();
+  const sources = {
+    visa: 'tok_visa',
+    visa2: 'tok_visa',
+    declined: 'tok_decline',
+    transient: 'tok_transient_2',
+    unavailable: 'tok_unavailable',
+  };
+  for (const [name, source] of Object.entries(sources)) {
+    const answer = await postPayment(api, {
+      apiKey,
+      key: `${name === 'visa2' ? 'other' : 'world'}-${name}`,
+      body: { amount: 1000, currency: 'EUR', source },
+    });
+    expect(answer.status).toBe(202);
+    ids[name] = answer.json.id as string;
+  }
+});
+afterAll(async () => {
+  for (const role of roles.reverse()) await role.close();
+  await api.close();
+  await db.drop();
+});
+
+describe('npm run verify', () => {
+  it('when the pipeline kept every invariant, then it waits for the drain and exits 0 with the counts', async () => {
+    const result = await verifyCli('--wait', '30', '--grace', '0', '--json');
+    expect(result.stderr).toContain('pipeline drained');
+    expect(result.code).toBe(0);
+    const report = JSON.parse(result.stdout) as VerifyReport;
+    expect(report.violations).toEqual([]);
+    expect(report.payments).toMatchObject({
+      total: 5,
+      settled: 3,
+      failed: 1,
+      processing: 1,
+      deadLettered: 1,
+      pending: 0,
+      inFlight: 0,
+    });
+    expect(report.keys).toBe(5);
+    expect(report.acquirer).toMatchObject({ approved: 3, declined: 1 });
+    // 5 payment.created, 3 settled, 1 failed; the dead-lettered one has no result.
+    expect(report.events?.distinct).toBe(9);
+    expect(report.deadLetters?.eventIds).toBe(1);
+
+    const text = await verifyCli('--grace', '0');
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain('violations    none');
+  });
+
+  it('when a settled payment gets a second approved charge, then it exits 1 naming duplicate_charge, and a scope without that payment still passes', async () => {
+    const paymentId = ids.visa2 ?? '';
+    await db.pool.query(
+      `INSERT INTO acquirer_simulator_charges (idempotency_key, payment_id, result, reference)
+       VALUES ($1, $2, 'approved', 'sim_injected')`,
+      [`charge_again_${paymentId}`, paymentId],
+    );
+    try {
+      const result = await verifyCli('--grace', '0');
+      expect(result.code).toBe(1);
+      expect(result.stdout).toContain('duplicate_charge x1');
+      expect(result.stdout).toContain(paymentId);
+      expect(result.stdout).toContain('2 approved and 0 declined charges');
+
+      expect((await verifyCli('--grace', '0', '--key-prefix', 'other-')).code).toBe(1);
+      const elsewhere = await verifyCli('--grace', '0', '--key-prefix', 'world-');
+      expect(elsewhere.stdout).toContain('payments      4:');
+      expect(elsewhere.code).toBe(0);
+    } finally {
+      await db.pool.query(
+        `DELETE FROM acquirer_simulator_charges WHERE reference = 'sim_injected'`,
+      );
+    }
+    expect((await verifyCli('--grace', '0')).code).toBe(0);
+  });
+
+  it('when a processing payment loses its settlement job, then it exits 1 naming missing_settlement', async () => {
+    const paymentId = ids.unavailable ?? '';
+    const { rows } = await db.pool.query<{ job: unknown }>(
+      'DELETE FROM settlement_jobs WHERE payment_id = $1 RETURNING to_jsonb(settlement_jobs) AS job',
+      [paymentId],
+    );
+    expect(rows).toHaveLength(1);
+    try {
+      const result = await verifyCli('--grace', '0');
+      expect(result.code).toBe(1);
+      expect(result.stdout).toContain('missing_settlement x1');
+      expect(result.stdout).toContain(`${paymentId}  processing, no settlement job`);
+      expect(result.stdout).not.toContain('duplicate_charge');
+    } finally {
+      await db.pool.query(
+        'INSERT INTO settlement_jobs SELECT * FROM jsonb_populate_record(NULL::settlement_jobs, $1)',
+        [JSON.stringify(rows[0]?.job)],
+      );
+    }
+    expect((await verifyCli('--grace', '0')).code).toBe(0);
+  });
+
+  it('when a payment is left pending past the grace period, then it exits 1 naming stuck_pending, and not within it', async () => {
+    const paymentId = ids.visa ?? '';
+    const { rows } = await db.pool.query<{ status: string }>(
+      'SELECT status FROM payments WHERE id = $1',
+      [paymentId],
+    );
+    await db.pool.query(`UPDATE payments SET status = 'pending' WHERE id = $1`, [paymentId]);
+    try {
+      const late = await verifyCli('--grace', '0', '--no-kafka');
+      expect(late.code).toBe(1);
+      expect(late.stdout).toContain('stuck_pending x1');
+      // A settled payment put back to pending also contradicts its charge.
+      expect(late.stdout).toContain('charged_not_settled x1');
+      const early = await verifyCli('--grace', '3600', '--no-kafka');
+      expect(early.stdout).not.toContain('stuck_pending');
+    } finally {
+      await db.pool.query('UPDATE payments SET status = $2 WHERE id = $1', [
+        paymentId,
+        rows[0]?.status,
+      ]);
+    }
+  });
+
+  it('when a payment.created copy with a foreign event id reaches the topic, then it exits 1 naming wrong_event_id and duplicate_event_ids', async () => {
+    const paymentId = ids.visa ?? '';
+    const producer = createIdempotentProducer(api.platform.kafka);
+    await producer.connect();
+    const forged = toKafkaRecord({
+      eventId: crypto.randomUUID(),
+      eventType: 'payment.created',
+      aggregateId: paymentId,
+      data: { id: paymentId },
+      createdAt: new Date(),
+    });
+    await publish(producer, [
+      { topic: api.platform.config.KAFKA_TOPIC_PAYMENTS, records: [forged] },
+    ]);
+    await producer.disconnect();
+
+    const result = await verifyCli('--grace', '0');
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain('duplicate_event_ids x1');
+    expect(result.stdout).toMatch(/wrong_event_id x\d/);
+    expect(result.stdout).toContain(paymentId);
+  });
+
+  it('when the arguments are wrong, then it exits 2 with the usage', async () => {
+    const result = await verifyCli('--wait', 'soon');
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('--wait must be a number of seconds');
+    expect(result.stderr).toContain('usage: npm run verify');
+  });
+});
