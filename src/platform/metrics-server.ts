@@ -1,5 +1,5 @@
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { closeServer, listen } from './http-listen.js';
 import type { Logger } from './logger.js';
 import { metricsRegistry } from './metrics.js';
 
@@ -31,24 +31,7 @@ export async function startMetricsServer(
       },
     );
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
+  const port = await listen(server, options.port, options.host);
   logger.info({ host: options.host, port }, 'metrics listening');
-  return {
-    port,
-    close: () =>
-      new Promise<void>((resolve, reject) => {
-        server.close((error) => {
-          if (error) reject(error);
-          else resolve();
-        });
-        server.closeIdleConnections();
-      }),
-  };
+  return { port, close: () => closeServer(server) };
 }

@@ -96,6 +96,13 @@ describe('health endpoints', () => {
     expect(doc.paths).toHaveProperty('/payments');
   });
 
+  it('when /asyncapi.yaml is requested, then the AsyncAPI document is served as YAML', async () => {
+    const res = await fetch(healthy.url('/asyncapi.yaml'));
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('application/yaml');
+    expect(await res.text()).toContain('asyncapi: 3.0.0');
+  });
+
   it('when /metrics is requested, then Prometheus text with process metrics is served', async () => {
     const res = await fetch(healthy.url('/metrics'));
     expect(res.status).toBe(200);

@@ -59,6 +59,7 @@ function processEnv(overrides: Record<string, string> = {}): Record<string, stri
     KAFKA_BROKERS: config.KAFKA_BROKERS.join(','),
     KAFKA_CONSUMER_GROUP: config.KAFKA_CONSUMER_GROUP,
     PORT: '0',
+    METRICS_PORT: '0',
     LOG_LEVEL: 'info',
     ...overrides,
   };

@@ -1,3 +1,6 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import express, { type Express } from 'express';
 import { ApiError } from '../../http/api-error.js';
 import { errorHandler } from '../../http/error-handler.js';
@@ -7,6 +10,12 @@ import { requestContext } from '../../http/request-context.js';
 import type { Logger } from '../../platform/logger.js';
 import { metricsRegistry } from '../../platform/metrics.js';
 import type { ReadinessReport } from '../../platform/readiness.js';
+
+/** docs/asyncapi.yaml at the repository root, found from this file (src/ or dist/). */
+const ASYNCAPI_PATH = path.resolve(
+  path.dirname(fileURLToPath(import.meta.url)),
+  '../../../docs/asyncapi.yaml',
+);
 
 export interface AppDeps {
   logger: Logger;
@@ -37,8 +46,13 @@ export function buildApp(deps: AppDeps): Express {
   });
 
   const openApi = JSON.stringify(buildOpenApiDocument());
+  const asyncApi = readFileSync(ASYNCAPI_PATH, 'utf8');
   app.get('/openapi.json', (_req, res) => {
     res.type('application/json').send(openApi);
+  });
+
+  app.get('/asyncapi.yaml', (_req, res) => {
+    res.type('application/yaml').send(asyncApi);
   });
 
   app.use(paymentsRouter(deps.payments));

@@ -1,4 +1,3 @@
-import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:http';
 import { createRateLimiter } from '../../http/rate-limiter.js';
 import { createIdempotencyReaper } from '../../idempotency/idempotency-reaper.js';
@@ -6,6 +5,7 @@ import { createKeyLocks } from '../../idempotency/key-lock.js';
 import { createResponseCache } from '../../idempotency/response-cache.js';
 import { createAuthenticator } from '../../merchants/authenticator.js';
 import { createPaymentService, type CreatePaymentDeps } from '../../payments/create-payment.js';
+import { closeServer, listen } from '../../platform/http-listen.js';
 import { checkReadiness } from '../../platform/readiness.js';
 import type { Platform } from '../../platform/platform.js';
 import type { RunningRole } from '../running-role.js';
@@ -50,27 +50,13 @@ export async function startApi(
   const server = createServer(app);
   /** Slightly above common load-balancer idle timeouts (60 s), so the proxy closes first. */
   server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.PORT, config.HOST, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
+  const port = await listen(server, config.PORT, config.HOST);
   logger.info({ role: 'api', host: config.HOST, port }, 'api listening');
   return {
     name: 'api',
     port,
     close: async () => {
-      await new Promise<void>((resolve, reject) => {
-        server.close((error) => {
-          if (error) reject(error);
-          else resolve();
-        });
-        // Idle keep-alive sockets would hold close() open until they time out.
-        server.closeIdleConnections();
-      });
+      await closeServer(server);
       await stopReaper();
     },
   };
