@@ -29,6 +29,13 @@ export async function runRoles(roles: readonly RoleName[]): Promise<void> {
   const logger = createLogger(config, { service: 'payments', roles: roles.join(',') });
   const platform = await createPlatform(config, logger);
   const running: Pick<RunningRole, 'close'>[] = [];
+  // Installed before any role starts: a signal during start-up closes what has started so far
+  // instead of killing the process mid-way with the default handler.
+  registerShutdown(
+    logger,
+    () => [...running.map((role) => role.close), platform.close],
+    config.SHUTDOWN_TIMEOUT_MS,
+  );
   try {
     for (const role of roles) running.push(await starters[role](platform));
     // The API serves /metrics itself; every other process gets a metrics-only server.
@@ -43,10 +50,5 @@ export async function runRoles(roles: readonly RoleName[]): Promise<void> {
     await platform.close();
     process.exit(1);
   }
-  registerShutdown(
-    logger,
-    [...running.map((role) => role.close), platform.close],
-    config.SHUTDOWN_TIMEOUT_MS,
-  );
   logger.info('ready');
 }

@@ -9,7 +9,8 @@ export type CloseFn = () => Promise<void>;
  */
 export function registerShutdown(
   logger: Logger,
-  closers: readonly CloseFn[],
+  /** Read when the signal arrives, so roles started later are included. */
+  closers: () => readonly CloseFn[],
   timeoutMs: number,
 ): void {
   let shuttingDown = false;
@@ -25,7 +26,7 @@ export function registerShutdown(
       process.exit(1);
     }, timeoutMs);
     timer.unref();
-    void runClosers(closers, logger).then((ok) => {
+    void runClosers(closers(), logger).then((ok) => {
       clearTimeout(timer);
       logger.info('shutdown complete');
       logger.flush();
