@@ -1,17 +1,11 @@
-import { execFile } from 'node:child_process';
-import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRelay } from '../../src/apps/relay/start-relay.js';
-import type { RunningRole } from '../../src/apps/running-role.js';
-import { startSettlement } from '../../src/apps/settlement/start-settlement.js';
 import { toKafkaRecord } from '../../src/outbox/cloud-event.js';
 import { createIdempotentProducer, publish } from '../../src/platform/kafka.js';
 import type { VerifyReport } from '../../src/verify/verify-payments.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
-import { REPO_ROOT } from '../support/services.js';
-import { FAST_SETTLEMENT } from '../support/settlement-harness.js';
-import { postPayment, startTestApi, type TestApi } from '../support/test-api.js';
+import { postPayment, type TestApi } from '../support/test-api.js';
+import { startTestPipeline } from '../support/test-pipeline.js';
+import { runVerifyCli } from '../support/verify-cli.js';
 
 /**
  * The real `npm run verify` CLI (dist/scripts/verify.js) against a small world made by the real
@@ -19,46 +13,17 @@ import { postPayment, startTestApi, type TestApi } from '../support/test-api.js'
  * injected at a time.
  */
 
-const run = promisify(execFile);
 let db: TestDatabase;
 let api: TestApi;
-const roles: RunningRole[] = [];
 const ids: Record<string, string> = {};
 
-interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function verifyCli(...args: string[]): Promise<CliResult> {
-  const { config } = api.platform;
-  try {
-    const { stdout, stderr } = await run(
-      process.execPath,
-      [path.join(REPO_ROOT, 'dist/scripts/verify.js'), ...args],
-      {
-        env: {
-          PATH: process.env.PATH ?? '',
-          DATABASE_URL: db.url,
-          KAFKA_BROKERS: config.KAFKA_BROKERS.join(','),
-          KAFKA_TOPIC_PAYMENTS: config.KAFKA_TOPIC_PAYMENTS,
-          KAFKA_TOPIC_DLQ: config.KAFKA_TOPIC_DLQ,
-        },
-        timeout: 60_000,
-      },
-    );
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code?: number; stdout?: string; stderr?: string };
-    return { code: failed.code ?? -1, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' };
-  }
+function verifyCli(...args: string[]) {
+  return runVerifyCli(api.platform.config, args);
 }
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  api = await startTestApi(db, FAST_SETTLEMENT);
-  roles.push(await startRelay(api.platform), await startSettlement(api.platform));
+  api = await startTestPipeline(db);
   const { apiKey } = await api.merchant();
   const sources = {
     visa: 'tok_visa',
@@ -78,7 +43,6 @@ beforeAll(async () => {
   }
 });
 afterAll(async () => {
-  for (const role of roles.reverse()) await role.close();
   await api.close();
   await db.drop();
 });

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Runs one k6 scenario against a running service with everything it needs set up:
+#   k6/run.sh <storm|mismatch|cross-merchant|new-payments|replays|mix> [k6 run options...]
+#   (npm run k6 -- storm)
+#
+# - k6: $K6, else .stack/bin/k6 (scripts/install-k6.sh), else k6 on PATH.
+# - API_KEYS: when unset, creates MERCHANTS (2) merchants in DATABASE_URL's database with
+#   dist/scripts/merchant-create.js (the same as `npm run merchant:create`).
+# - RUN_ID: when unset, k6-<scenario>-<time>; every Idempotency-Key of the run starts with it.
+# - The k6 summary is saved to reports/k6-<RUN_ID>.json; no usage report is sent.
+# - VERIFY=1: afterwards runs `npm run verify -- --wait $VERIFY_WAIT --key-prefix $RUN_ID`
+#   (VERIFY_WAIT 120 s) and fails when either k6's thresholds or the verifier failed.
+# Everything else (BASE_URL, KEYS, COPIES, VUS, RATE, DURATION, ...) is read by the scripts
+# themselves; see the header of each k6/<scenario>.js.
+set -euo pipefail
+
+ROOT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT_DIR"
+scenario="${1:-}"
+if [[ -z $scenario || ! -f k6/$scenario.js ]]; then
+  echo "usage: k6/run.sh <scenario> [k6 run options...]; scenarios:" \
+    "$(cd k6 && ls -- *.js | sed 's/\.js$//' | tr '\n' ' ')" >&2
+  exit 2
+fi
+shift
+
+K6="${K6:-}"
+if [[ -z $K6 ]]; then
+  if [[ -x .stack/bin/k6 ]]; then K6=.stack/bin/k6; else K6="$(command -v k6 || true)"; fi
+fi
+if [[ -z $K6 ]]; then
+  echo "k6 not found: run scripts/install-k6.sh (npm run k6:install), or set K6=/path/to/k6" >&2
+  exit 2
+fi
+
+export RUN_ID="${RUN_ID:-k6-$scenario-$(date +%Y%m%d-%H%M%S)}"
+if [[ -z ${API_KEYS:-} ]]; then
+  npm run -s build
+  keys=()
+  for ((i = 1; i <= ${MERCHANTS:-2}; i++)); do
+    keys+=("$(node dist/scripts/merchant-create.js --name "$RUN_ID merchant $i" |
+      node -e 'process.stdout.write(JSON.parse(require("fs").readFileSync(0, "utf8")).api_key)')")
+  done
+  API_KEYS="$(IFS=,; echo "${keys[*]}")"
+  export API_KEYS
+  echo "k6/run.sh: created ${#keys[@]} merchants for run $RUN_ID" >&2
+fi
+
+mkdir -p reports
+summary="reports/k6-$RUN_ID.json"
+status=0
+# No usage report (nothing leaves the machine); no REST API server (port 6565 stays free, so
+# several runs can share the machine).
+"$K6" run --no-usage-report --address '' --summary-export "$summary" "$@" "k6/$scenario.js" ||
+  status=$?
+echo "k6/run.sh: run $RUN_ID, k6 exit $status, summary $summary" >&2
+echo "k6/run.sh: check it with: npm run verify -- --wait 120 --key-prefix $RUN_ID" >&2
+
+if [[ ${VERIFY:-0} == 1 ]]; then
+  npm run -s build
+  verify_status=0
+  node dist/scripts/verify.js --wait "${VERIFY_WAIT:-120}" --key-prefix "$RUN_ID" || verify_status=$?
+  if [[ $status -eq 0 ]]; then status=$verify_status; fi
+fi
+exit "$status"

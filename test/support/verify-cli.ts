@@ -1,0 +1,52 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import type { Config } from '../../src/platform/config.js';
+import { REPO_ROOT } from './services.js';
+
+const run = promisify(execFile);
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs the real `npm run verify` entry point (dist/scripts/verify.js) against a test file's
+ * database and topics, and resolves with its exit code and output (never rejects on a non-zero
+ * exit: that is what the tests look at).
+ */
+export async function runVerifyCli(
+  config: Pick<
+    Config,
+    'DATABASE_URL' | 'KAFKA_BROKERS' | 'KAFKA_TOPIC_PAYMENTS' | 'KAFKA_TOPIC_DLQ'
+  >,
+  args: readonly string[],
+): Promise<CliResult> {
+  try {
+    const { stdout, stderr } = await run(
+      process.execPath,
+      [path.join(REPO_ROOT, 'dist/scripts/verify.js'), ...args],
+      {
+        env: {
+          PATH: process.env.PATH ?? '',
+          DATABASE_URL: config.DATABASE_URL,
+          KAFKA_BROKERS: config.KAFKA_BROKERS.join(','),
+          KAFKA_TOPIC_PAYMENTS: config.KAFKA_TOPIC_PAYMENTS,
+          KAFKA_TOPIC_DLQ: config.KAFKA_TOPIC_DLQ,
+        },
+        timeout: 180_000,
+        maxBuffer: 16 * 1024 * 1024,
+      },
+    );
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code?: number; stdout?: string; stderr?: string };
+    return {
+      code: typeof failed.code === 'number' ? failed.code : -1,
+      stdout: failed.stdout ?? '',
+      stderr: failed.stderr ?? '',
+    };
+  }
+}
