@@ -1,12 +1,11 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, readdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import net from 'node:net';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { databaseUrlWithName, peakRssMb, ROOT, startProcess } from '../bench/bench-process.js';
 import { closedLoop, constantRate, percentile, type RunResult, type Shot } from '../bench/load.js';
 import { createMerchant } from '../merchants/merchant-repository.js';
 import { loadConfig } from '../platform/config.js';
@@ -23,7 +22,6 @@ import { migrateUp } from '../platform/migrate.js';
  */
 
 const run = promisify(execFile);
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'warn';
@@ -33,53 +31,8 @@ const config = loadConfig();
 const logger = createLogger({ LOG_LEVEL: 'warn', LOG_FORMAT: 'json' });
 const say = (line: string) => process.stderr.write(`[bench] ${line}\n`);
 
-/** A port nobody listens on right now. */
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-/** Starts a node entry point on a free port and resolves once it answers HTTP. */
-async function startProcess(
-  entry: string,
-  env: Record<string, string>,
-  probePath: string,
-): Promise<{ child: ChildProcess; port: number }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist', entry)], {
-    env: { ...process.env, ...env, PORT: String(port) },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const state = { exited: false };
-  child.on('exit', () => {
-    state.exited = true;
-  });
-  for (let i = 0; i < 200 && !state.exited; i++) {
-    try {
-      await fetch(`http://127.0.0.1:${port}${probePath}`);
-      return { child, port };
-    } catch {
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-  child.kill();
-  throw new Error(`${entry} did not answer on port ${port}`);
-}
-
-/** Peak resident memory (VmHWM) of a process, in MB. */
-async function peakRssMb(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
-  return Math.round(kb / 1024);
-}
-
 function databaseUrl(name: string): string {
-  const url = new URL(config.DATABASE_URL);
-  url.pathname = `/${name}`;
-  return url.toString();
+  return databaseUrlWithName(config.DATABASE_URL, name);
 }
 
 /** The same statement the API runs (insertPaymentOnce), as a pgbench script. */

@@ -1,8 +1,9 @@
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from '../platform/config.js';
+import { loadConfig } from '../platform/config.js';
 import { createKafka } from '../platform/kafka.js';
 import { createLogger } from '../platform/logger.js';
 import { replayDeadLetters } from '../settlement/replay-dead-letters.js';
+import { runCli, UsageError } from './run-cli.js';
 
 const USAGE = 'usage: dlq:replay -- --event-id <uuid> | --all';
 
@@ -44,13 +45,4 @@ async function main(): Promise<void> {
   }
 }
 
-class UsageError extends Error {}
-
-try {
-  await main();
-} catch (error) {
-  const message = error instanceof Error ? error.message : String(error);
-  const known = error instanceof ConfigError || error instanceof UsageError;
-  process.stderr.write(`${known ? message : `dlq:replay failed: ${message}`}\n`);
-  process.exitCode = 1;
-}
+await runCli('dlq:replay', main);

@@ -1,8 +1,9 @@
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from '../platform/config.js';
+import { loadConfig } from '../platform/config.js';
 import { createPool } from '../platform/db.js';
 import { createLogger } from '../platform/logger.js';
 import { createMerchant } from '../merchants/merchant-repository.js';
+import { runCli, UsageError } from './run-cli.js';
 
 /**
  * `npm run merchant:create -- --name <name>`: creates a merchant and prints one JSON line with
@@ -26,13 +27,4 @@ async function main(): Promise<void> {
   }
 }
 
-class UsageError extends Error {}
-
-try {
-  await main();
-} catch (error) {
-  const message = error instanceof Error ? error.message : String(error);
-  const known = error instanceof ConfigError || error instanceof UsageError;
-  process.stderr.write(`${known ? message : `merchant:create failed: ${message}`}\n`);
-  process.exitCode = 1;
-}
+await runCli('merchant:create', main);

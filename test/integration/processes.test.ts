@@ -180,4 +180,24 @@ describe('process entry points', () => {
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('usage: merchant:create -- --name <name>');
   });
+
+  it.each([
+    [[]],
+    [['--all', '--event-id', '6f1c2a8e-3b4d-5e6f-8a9b-0c1d2e3f4a5b']],
+    [['--event-id', 'nope']],
+  ])('when dlq:replay gets %j, then it exits 1 with its usage line', async (args) => {
+    const child = spawn(
+      process.execPath,
+      [path.join(REPO_ROOT, 'dist/scripts/dlq-replay.js'), ...args],
+      {
+        env: processEnv(),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise((resolve) => child.on('exit', resolve));
+    expect(code).toBe(1);
+    expect(stderr.trim()).toBe('usage: dlq:replay -- --event-id <uuid> | --all');
+  });
 });
