@@ -7,7 +7,7 @@
 # - API_KEYS: when unset, creates MERCHANTS (2) merchants in DATABASE_URL's database with
 #   dist/scripts/merchant-create.js (the same as `npm run merchant:create`).
 # - RUN_ID: when unset, k6-<scenario>-<time>; every Idempotency-Key of the run starts with it.
-# - The k6 summary is saved to reports/k6-<RUN_ID>.json; no usage report is sent.
+# - The k6 summary is saved to reports/k6-<RUN_ID without k6->.json; no usage report is sent.
 # - VERIFY=1: afterwards runs `npm run verify -- --wait $VERIFY_WAIT --key-prefix $RUN_ID`
 #   (VERIFY_WAIT 120 s) and fails when either k6's thresholds or the verifier failed.
 # Everything else (BASE_URL, KEYS, COPIES, VUS, RATE, DURATION, ...) is read by the scripts
@@ -47,7 +47,7 @@ if [[ -z ${API_KEYS:-} ]]; then
 fi
 
 mkdir -p reports
-summary="reports/k6-$RUN_ID.json"
+summary="reports/k6-${RUN_ID#k6-}.json"
 status=0
 # No usage report (nothing leaves the machine); no REST API server (port 6565 stays free, so
 # several runs can share the machine).
