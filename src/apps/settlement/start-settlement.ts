@@ -50,12 +50,25 @@ export function startSettlement(
   });
   const handle = createSettlementHandler({ pool, worker, logger });
   const consumer = createConsumer(kafka, config.KAFKA_CONSUMER_GROUP);
-  const connection = connectInBackground(
-    'settlement',
+  // The worker needs the database and, for dead letters, the producer; not the consumer
+  // group. It starts as soon as those are up, so jobs left by a crashed process are resumed
+  // even while the group is still waiting out the dead member's session.
+  const producing = connectInBackground(
+    'settlement producer',
     async () => {
       await platform.admin.connect();
       await ensureTopics(platform.admin, [config.KAFKA_TOPIC_PAYMENTS, config.KAFKA_TOPIC_DLQ]);
       await producer.connect();
+    },
+    logger,
+    () => {
+      worker.start();
+    },
+  );
+  const consuming = connectInBackground(
+    'settlement consumer',
+    async () => {
+      if (!(await producing.connected)) return;
       await consumer.connect();
       await consume(consumer, [config.KAFKA_TOPIC_PAYMENTS], async (record) => {
         await handle(record);
@@ -63,17 +76,17 @@ export function startSettlement(
     },
     logger,
     () => {
-      worker.start();
       logger.info('settlement ready');
     },
   );
   return Promise.resolve({
     name: 'settlement',
     close: async () => {
-      connection.stop();
-      if (await connection.connected) {
-        // Stop intake first (in-flight records finish and commit), then the worker's jobs.
-        await consumer.disconnect();
+      producing.stop();
+      consuming.stop();
+      // Stop intake first (in-flight records finish and commit), then the worker's jobs.
+      if (await consuming.connected) await consumer.disconnect();
+      if (await producing.connected) {
         await worker.stop();
         await producer.disconnect();
       }
