@@ -7,6 +7,7 @@ import { formatReport } from '../verify/format-report.js';
 import { verifyPayments } from '../verify/verify-payments.js';
 import type { VerifyScope } from '../verify/verify-scope.js';
 import { waitForDrain } from '../verify/wait-for-drain.js';
+import { UsageError } from './run-cli.js';
 
 const USAGE = `usage: npm run verify -- [--wait <seconds>] [--grace <seconds>] [--key-prefix <prefix>]
                          [--since <ISO time>] [--no-kafka] [--json]
@@ -99,8 +100,7 @@ function seconds(option: string, value: string): number {
   return Number(value);
 }
 
-class UsageError extends Error {}
-
+// Not runCli: "could not verify" (2) must not read as "violations found" (1).
 try {
   process.exitCode = await main();
 } catch (error) {
