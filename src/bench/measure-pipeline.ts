@@ -7,6 +7,7 @@ import { createKafka, ensureTopics } from '../platform/kafka.js';
 import type { Logger } from '../platform/logger.js';
 import { migrateUp } from '../platform/migrate.js';
 import { databaseUrlWithName, peakRssMb, startProcess } from './bench-process.js';
+import { startCpuWindow } from './cpu-usage.js';
 import { constantRate, type RunResult, type Shot } from './load.js';
 
 export interface SettleLatency {
@@ -33,6 +34,10 @@ export interface PipelineResult {
   settle: SettleLatency;
   sweep: SweepStep[];
   peakRssMb: { api: number; relay: number; settlement: number };
+  /** CPU seconds each part used during the fixed-rate run (2 cores give 2 s per second). */
+  cpuSeconds: Record<string, number>;
+  /** Wall-clock seconds of that run, until every payment was terminal. */
+  wallSeconds: number;
   outbox: { rows: number; bytes: number };
 }
 
@@ -118,7 +123,19 @@ export async function measurePipeline(
     say(
       `pipeline: ${settings.settleRate} payments/s for ${settings.settleSeconds} s, api + relay + settlement`,
     );
+    const cpu = await startCpuWindow({
+      api: { pids: [api.child.pid ?? 0] },
+      relay: { pids: [relay.child.pid ?? 0] },
+      settlement: { pids: [settlement.child.pid ?? 0] },
+      postgres: { command: 'postgres' },
+      kafka: { command: 'java' },
+      redis: { command: 'redis-server' },
+      'load generator': { pids: [process.pid] },
+    });
+    const started = performance.now();
     const main = await step(settings.settleRate, settings.settleSeconds);
+    const wallSeconds = Math.round((performance.now() - started) / 100) / 10;
+    const cpuSeconds = await cpu();
     const sweep: SweepStep[] = [];
     for (const rate of settings.sweepRates) {
       say(`sweep: ${rate} payments/s for ${settings.sweepSeconds} s`);
@@ -138,6 +155,8 @@ export async function measurePipeline(
         settlement: await peakRssMb(settlement.child.pid ?? 0),
       },
       outbox: { rows: rows[0]?.rows ?? 0, bytes: Number(rows[0]?.bytes ?? 0) },
+      cpuSeconds,
+      wallSeconds,
     };
   } finally {
     await Promise.all(children.map(stop));

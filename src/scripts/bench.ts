@@ -81,15 +81,25 @@ function runBench(entry: string): Promise<string> {
   });
 }
 
-/** What else is using the machine: the load average and the busiest processes. */
+/** What else is using the machine: the load average and the busiest other processes. */
 async function machineConditions() {
-  const { stdout } = await run('ps', ['-eo', 'pcpu,rss,comm', '--sort=-pcpu', '--no-headers']);
+  const { stdout } = await run('ps', [
+    '-eo',
+    'pid,ppid,pcpu,rss,args',
+    '--sort=-pcpu',
+    '--no-headers',
+  ]);
+  const mine = new Set([process.pid, process.ppid]);
+  const others = stdout
+    .split('\n')
+    .map((line) => line.trim().split(/\s+/))
+    .filter(([pid, ppid]) => pid && !mine.has(Number(pid)) && Number(ppid) !== process.pid);
   return {
     loadAverage: os.loadavg().map((value) => Math.round(value * 100) / 100),
-    busiest: stdout
-      .split('\n')
+    // %CPU over each process's lifetime, RSS, command line (cut short).
+    busiest: others
       .slice(0, 5)
-      .map((line) => line.trim()),
+      .map(([, , cpu, rss, ...args]) => `${cpu}% ${rss} KiB ${args.join(' ').slice(0, 80)}`),
   };
 }
 
@@ -300,10 +310,16 @@ async function main(): Promise<void> {
     '',
     sweepTable(pipeline),
     '',
+    `CPU used during the ${pipeline.settleRate}/s run (${pipeline.wallSeconds} s from the first request until every payment was terminal; ${conditions.cores} cores = ${Math.round(pipeline.wallSeconds * conditions.cores)} CPU-seconds available): ` +
+      Object.entries(pipeline.cpuSeconds)
+        .map(([part, seconds]) => `${part} ${seconds} s`)
+        .join(', ') +
+      '.',
+    '',
     'Rates are fractions of the closed-loop peak of bench:api (the API alone); here relay and ' +
       'settlement share the two cores, so the API saturates earlier.',
     '',
-    '## Busiest processes when the run started (ps, %CPU RSS command)',
+    '## Busiest other processes when the run started (ps: lifetime %CPU, RSS, command)',
     '',
     ...before.busiest.map((line) => `    ${line}`),
     '',

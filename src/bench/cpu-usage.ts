@@ -1,0 +1,65 @@
+import { readdir, readFile } from 'node:fs/promises';
+
+/** Linux reports process times in clock ticks of 1/100 s (USER_HZ) on every common platform. */
+const TICKS_PER_SECOND = 100;
+
+/** CPU seconds (user + system) a process has used so far; 0 when it is gone. */
+async function cpuSecondsOf(pid: number): Promise<number> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) may contain spaces: count fields after its closing parenthesis.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+  } catch {
+    return 0;
+  }
+}
+
+/** The pids whose command name (/proc/<pid>/comm) is `name`. */
+async function pidsNamed(name: string): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const comm = await readFile(`/proc/${entry}/comm`, 'utf8').catch(() => '');
+    if (comm.trim() === name) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+/** Who is measured: pids directly, or every process with a command name (Postgres' backends). */
+export type CpuSubjects = Record<string, { pids: readonly number[] } | { command: string }>;
+
+/**
+ * Samples the CPU time of each subject; the returned function samples again and resolves with
+ * each subject's CPU seconds in between. Processes that start or exit in between are counted
+ * only for the part seen at both ends, so short-lived ones are missed (Postgres keeps its
+ * pooled backends for the whole window).
+ */
+export async function startCpuWindow(
+  subjects: CpuSubjects,
+): Promise<() => Promise<Record<string, number>>> {
+  const resolve = async () =>
+    Object.fromEntries(
+      await Promise.all(
+        Object.entries(subjects).map(async ([name, subject]) => {
+          const pids = 'pids' in subject ? subject.pids : await pidsNamed(subject.command);
+          const times = await Promise.all(pids.map(async (pid) => [pid, await cpuSecondsOf(pid)]));
+          return [name, new Map(times as [number, number][])] as const;
+        }),
+      ),
+    );
+  const before = await resolve();
+  return async () => {
+    const after = await resolve();
+    const used: Record<string, number> = {};
+    for (const [name, times] of Object.entries(after)) {
+      let total = 0;
+      for (const [pid, seconds] of times) {
+        const start = before[name]?.get(pid);
+        if (start !== undefined) total += seconds - start;
+      }
+      used[name] = Math.round(total * 10) / 10;
+    }
+    return used;
+  };
+}
