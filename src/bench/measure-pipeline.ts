@@ -6,6 +6,7 @@ import type { Config } from '../platform/config.js';
 import { createKafka, ensureTopics } from '../platform/kafka.js';
 import type { Logger } from '../platform/logger.js';
 import { migrateUp } from '../platform/migrate.js';
+import { closeRedis, createRedis, type Redis } from '../platform/redis.js';
 import { databaseUrlWithName, peakRssMb, startProcess } from './bench-process.js';
 import { startCpuWindow } from './cpu-usage.js';
 import { constantRate, type RunResult, type Shot } from './load.js';
@@ -163,8 +164,25 @@ export async function measurePipeline(
     await pool.end();
     await kafkaAdmin.deleteTopics({ topics: [topics.payments, topics.dlq] }).catch(() => undefined);
     await kafkaAdmin.disconnect();
+    await deleteKeys(base, logger, `bench:${suffix}:`);
     await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
     await admin.end();
+  }
+}
+
+/** Removes the cached responses and locks the run left in Redis (they would live a day). */
+async function deleteKeys(config: Config, logger: Logger, prefix: string): Promise<void> {
+  const redis: Redis = createRedis(config, logger);
+  try {
+    await redis.connect();
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1_000);
+      cursor = next;
+      if (keys.length > 0) await redis.unlink(...keys);
+    } while (cursor !== '0');
+  } finally {
+    await closeRedis(redis);
   }
 }
 
