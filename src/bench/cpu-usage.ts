@@ -31,9 +31,8 @@ export type CpuSubjects = Record<string, { pids: readonly number[] } | { command
 
 /**
  * Samples the CPU time of each subject; the returned function samples again and resolves with
- * each subject's CPU seconds in between. Processes that start or exit in between are counted
- * only for the part seen at both ends, so short-lived ones are missed (Postgres keeps its
- * pooled backends for the whole window).
+ * each subject's CPU seconds in between. A process that starts in between counts in full; one
+ * that exits in between is missed (Postgres backends live as long as their pooled connection).
  */
 export async function startCpuWindow(
   subjects: CpuSubjects,
@@ -55,8 +54,8 @@ export async function startCpuWindow(
     for (const [name, times] of Object.entries(after)) {
       let total = 0;
       for (const [pid, seconds] of times) {
-        const start = before[name]?.get(pid);
-        if (start !== undefined) total += seconds - start;
+        // A process first seen at the end started within the window: all its time counts.
+        total += seconds - (before[name]?.get(pid) ?? 0);
       }
       used[name] = Math.round(total * 10) / 10;
     }

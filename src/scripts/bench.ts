@@ -310,6 +310,12 @@ async function main(): Promise<void> {
     '',
     sweepTable(pipeline),
     '',
+    `Accepted-to-settled at ${pipeline.settleRate}/s by stage (p50 / p99): ` +
+      Object.entries(pipeline.settle.stages)
+        .map(([name, stage]) => `${name} ${ms(stage.p50)} / ${ms(stage.p99)}`)
+        .join(', ') +
+      ' (relay: created to on Kafka; consumer: on Kafka to recorded as a settlement job; worker: job to settled).',
+    '',
     `CPU used during the ${pipeline.settleRate}/s run (${pipeline.wallSeconds} s from the first request until every payment was terminal; ${conditions.cores} cores = ${Math.round(pipeline.wallSeconds * conditions.cores)} CPU-seconds available): ` +
       Object.entries(pipeline.cpuSeconds)
         .map(([part, seconds]) => `${part} ${seconds} s`)
