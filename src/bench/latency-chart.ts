@@ -125,10 +125,11 @@ function text(x: number, y: number, content: string, anchor: string, color = '#2
   return `<text x="${x.toFixed(1)}" y="${y.toFixed(1)}" text-anchor="${anchor}" fill="${color}">${escape(content)}</text>`;
 }
 
-/** The next of 1, 2, 2.5, 5 x 10^n at or above `value`: round axis ends. */
+/** The next of 1, 1.5, 2, 2.5, 5 x 10^n at or above `value`: round axis ends. */
 function niceCeiling(value: number): number {
   const magnitude = 10 ** Math.floor(Math.log10(value));
-  for (const step of [1, 2, 2.5, 5, 10]) if (step * magnitude >= value) return step * magnitude;
+  for (const step of [1, 1.5, 2, 2.5, 5, 10])
+    if (step * magnitude >= value) return step * magnitude;
   return 10 * magnitude;
 }
 
