@@ -8,7 +8,6 @@
 //
 // Environment: BASE_URL, API_KEYS (at least 2), RUN_ID (default k6-cross-merchant-<time>),
 // KEYS (100), COPIES (5 per merchant), VUS (10), MAX_DURATION (5m), P99_MS (1000).
-import { Counter } from 'k6/metrics';
 import { apiKeys, intEnv, setupRun } from './lib/env.js';
 import {
   getPayment,
@@ -17,39 +16,29 @@ import {
   sendWithRetries,
   thisIteration,
 } from './lib/payments.js';
-import {
-  invariants,
-  latency,
-  NO_SERVER_ERRORS,
-  perKey,
-  SUMMARY_TREND_STATS,
-} from './lib/scenarios.js';
+import { keyedTest } from './lib/scenarios.js';
 
 const KEYS = intEnv('KEYS', 100);
 const COPIES = intEnv('COPIES', 5);
 const MERCHANTS = apiKeys(2).length;
 
-const keysDone = new Counter('cross_keys');
-const { broken, thresholds: invariantThresholds } = invariants([
-  'cross_merchant_collision',
-  'cross_id_mismatch',
-  'cross_foreign_payment_visible',
-  'cross_own_payment_invisible',
-  'cross_unexpected_status',
-]);
-
-export const options = {
-  scenarios: { cross: perKey(KEYS, { vus: 10, maxDuration: '5m' }) },
+const test = keyedTest({
+  name: 'cross',
+  keys: KEYS,
   batch: MERCHANTS * COPIES,
-  batchPerHost: MERCHANTS * COPIES,
-  thresholds: {
-    ...invariantThresholds,
-    ...NO_SERVER_ERRORS,
-    cross_keys: [`count==${KEYS}`],
-    ...latency('POST /payments', { p99: 1000 }),
-  },
-  summaryTrendStats: SUMMARY_TREND_STATS,
-};
+  vus: 10,
+  maxDuration: '5m',
+  invariantNames: [
+    'cross_merchant_collision',
+    'cross_id_mismatch',
+    'cross_foreign_payment_visible',
+    'cross_own_payment_invisible',
+    'cross_unexpected_status',
+  ],
+  objectives: { p99: 1000 },
+});
+const { broken, keysDone } = test;
+export const options = test.options;
 
 export function setup() {
   return setupRun('cross-merchant', 2);

@@ -9,7 +9,6 @@
 //
 // Environment: BASE_URL, API_KEYS (required), RUN_ID (default k6-mismatch-<time>), KEYS (100),
 // COPIES (5 per body), VUS (10), MAX_DURATION (5m), P99_MS (1000).
-import { Counter } from 'k6/metrics';
 import { intEnv, setupRun } from './lib/env.js';
 import {
   isReplay,
@@ -18,38 +17,28 @@ import {
   sendWithRetries,
   thisIteration,
 } from './lib/payments.js';
-import {
-  invariants,
-  latency,
-  NO_SERVER_ERRORS,
-  perKey,
-  SUMMARY_TREND_STATS,
-} from './lib/scenarios.js';
+import { keyedTest } from './lib/scenarios.js';
 
 const KEYS = intEnv('KEYS', 100);
 const COPIES = intEnv('COPIES', 5);
 
-const keysDone = new Counter('mismatch_keys');
-const { broken, thresholds: invariantThresholds } = invariants([
-  'mismatch_wrongly_accepted',
-  'mismatch_not_rejected',
-  'mismatch_id_mismatch',
-  'mismatch_canonical_not_replayed',
-  'mismatch_keys_without_payment',
-]);
-
-export const options = {
-  scenarios: { mismatch: perKey(KEYS, { vus: 10, maxDuration: '5m' }) },
+const test = keyedTest({
+  name: 'mismatch',
+  keys: KEYS,
   batch: 2 * COPIES,
-  batchPerHost: 2 * COPIES,
-  thresholds: {
-    ...invariantThresholds,
-    ...NO_SERVER_ERRORS,
-    mismatch_keys: [`count==${KEYS}`],
-    ...latency('POST /payments', { p99: 1000 }),
-  },
-  summaryTrendStats: SUMMARY_TREND_STATS,
-};
+  vus: 10,
+  maxDuration: '5m',
+  invariantNames: [
+    'mismatch_wrongly_accepted',
+    'mismatch_not_rejected',
+    'mismatch_id_mismatch',
+    'mismatch_canonical_not_replayed',
+    'mismatch_keys_without_payment',
+  ],
+  objectives: { p99: 1000 },
+});
+const { broken, keysDone } = test;
+export const options = test.options;
 
 export function setup() {
   return setupRun('mismatch');

@@ -8,7 +8,6 @@
 // Environment: BASE_URL (http://127.0.0.1:3000), API_KEYS (required), RUN_ID (key prefix,
 // default k6-storm-<time>), KEYS (200), COPIES (10), VUS (20), MAX_DURATION (10m),
 // MAX_ATTEMPTS (10), P95_MS (250), P99_MS (1000).
-import { Counter } from 'k6/metrics';
 import { intEnv, setupRun } from './lib/env.js';
 import {
   CURRENCIES,
@@ -18,40 +17,28 @@ import {
   sendWithRetries,
   thisIteration,
 } from './lib/payments.js';
-import {
-  invariants,
-  latency,
-  NO_SERVER_ERRORS,
-  perKey,
-  SUMMARY_TREND_STATS,
-} from './lib/scenarios.js';
+import { keyedTest } from './lib/scenarios.js';
 
 const KEYS = intEnv('KEYS', 200);
 const COPIES = intEnv('COPIES', 10);
 
-const keysDone = new Counter('storm_keys');
-const { broken, thresholds: invariantThresholds } = invariants([
-  'storm_id_mismatch',
-  'storm_body_mismatch',
-  'storm_created_twice',
-  'storm_unexpected_status',
-  'storm_keys_without_payment',
-]);
-
-export const options = {
-  scenarios: { storm: perKey(KEYS, { vus: 20, maxDuration: '10m' }) },
-  // All copies of a key leave together: k6 would otherwise send at most 6 per host at once.
+const test = keyedTest({
+  name: 'storm',
+  keys: KEYS,
   batch: COPIES,
-  batchPerHost: COPIES,
-  thresholds: {
-    ...invariantThresholds,
-    ...NO_SERVER_ERRORS,
-    // Every key got its answer: the run was not cut short by MAX_DURATION.
-    storm_keys: [`count==${KEYS}`],
-    ...latency('POST /payments', { p95: 250, p99: 1000 }),
-  },
-  summaryTrendStats: SUMMARY_TREND_STATS,
-};
+  vus: 20,
+  maxDuration: '10m',
+  invariantNames: [
+    'storm_id_mismatch',
+    'storm_body_mismatch',
+    'storm_created_twice',
+    'storm_unexpected_status',
+    'storm_keys_without_payment',
+  ],
+  objectives: { p95: 250, p99: 1000 },
+});
+const { broken, keysDone } = test;
+export const options = test.options;
 
 export function setup() {
   return setupRun('storm');

@@ -61,3 +61,31 @@ export function invariants(names) {
   }
   return { broken, thresholds };
 }
+
+/**
+ * Everything an invariant script declares: one iteration per key (`keys` in all), `batch`
+ * requests of a key sent at once, the `<name>_keys` counter that must reach `keys` (a run cut
+ * short by MAX_DURATION fails), the invariant counters (each must stay 0), no 5xx, and the
+ * latency objectives of POST /payments.
+ */
+export function keyedTest({ name, keys, batch, vus, maxDuration, invariantNames, objectives }) {
+  const keysDone = new Counter(`${name}_keys`);
+  const { broken, thresholds } = invariants(invariantNames);
+  return {
+    keysDone,
+    broken,
+    options: {
+      scenarios: { [name]: perKey(keys, { vus, maxDuration }) },
+      // All requests of a key leave together: k6 would otherwise send at most 6 per host at once.
+      batch,
+      batchPerHost: batch,
+      thresholds: {
+        ...thresholds,
+        ...NO_SERVER_ERRORS,
+        [`${name}_keys`]: [`count==${keys}`],
+        ...latency('POST /payments', objectives),
+      },
+      summaryTrendStats: SUMMARY_TREND_STATS,
+    },
+  };
+}
