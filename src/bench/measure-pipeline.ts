@@ -178,8 +178,8 @@ export async function measurePipeline(
   }
 }
 
-/** Removes the cached responses and locks the run left in Redis (they would live a day). */
-async function deleteKeys(config: Config, logger: Logger, prefix: string): Promise<void> {
+/** Removes the cached responses and locks a run left in Redis (they would live a day). */
+export async function deleteKeys(config: Config, logger: Logger, prefix: string): Promise<void> {
   const redis: Redis = createRedis(config, logger);
   try {
     await redis.connect();

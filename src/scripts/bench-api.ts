@@ -11,6 +11,7 @@ import { createMerchant } from '../merchants/merchant-repository.js';
 import { loadConfig } from '../platform/config.js';
 import { createLogger } from '../platform/logger.js';
 import { migrateUp } from '../platform/migrate.js';
+import { deleteKeys } from '../bench/measure-pipeline.js';
 
 /**
  * `npm run bench:api`: new-payment and replay throughput and latency of the real API process
@@ -131,6 +132,8 @@ async function main(): Promise<void> {
   await admin.query(`CREATE DATABASE ${database}`);
   const children: ChildProcess[] = [];
   const pool = new pg.Pool({ connectionString: databaseUrl(database), max: 2 });
+  // DROP DATABASE ... WITH (FORCE) at the end cuts connections pool.end() has not closed yet.
+  pool.on('error', () => undefined);
   try {
     await migrateUp(databaseUrl(database), logger);
     const merchant = await createMerchant(pool, 'bench');
@@ -263,6 +266,7 @@ async function main(): Promise<void> {
     );
   } finally {
     for (const child of children) child.kill('SIGTERM');
+    await deleteKeys(config, logger, `bench:${database}:`);
     await pool.end();
     await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
     await admin.end();

@@ -156,55 +156,100 @@ export function createSettlementWorker(deps: WorkerDeps) {
       config.SETTLEMENT_LEASE_MS,
     );
     result.claimed = jobs.length;
-    await Promise.all(
-      jobs.map((job) =>
-        handle(job, result).catch((error: unknown) => {
-          // The job keeps its lease and is retried when it ends; nothing is lost.
-          logger.error({ err: error, payment_id: job.paymentId }, 'settlement step failed');
-        }),
-      ),
-    );
+    await Promise.all(jobs.map((job) => work(job, result)));
     return result;
   }
 
-  const state = { stopped: true };
-  let wake: (() => void) | undefined;
-  let loop: Promise<void> = Promise.resolve();
+  /** One job, never rejecting: a failed step keeps its lease and is retried when it ends. */
+  function work(job: ClaimedJob, result: RunOnceResult): Promise<void> {
+    return handle(job, result).catch((error: unknown) => {
+      logger.error({ err: error, payment_id: job.paymentId }, 'settlement step failed');
+    });
+  }
 
+  /**
+   * The loop keeps up to SETTLEMENT_CONCURRENCY jobs in flight and claims more as soon as one
+   * finishes: one slow acquirer call (a 2 s timeout) occupies one slot, not the whole batch.
+   */
+  async function fillSlots(inFlight: Set<Promise<void>>, result: RunOnceResult): Promise<number> {
+    const free = config.SETTLEMENT_CONCURRENCY - inFlight.size;
+    if (free <= 0) return 0;
+    const jobs = await claimDueJobs(deps.pool, free, config.SETTLEMENT_LEASE_MS);
+    for (const job of jobs) {
+      const running = work(job, result).finally(() => {
+        inFlight.delete(running);
+        wake();
+      });
+      inFlight.add(running);
+    }
+    return jobs.length;
+  }
+
+  const state = { stopped: true };
+  /** A wake-up that is not lost when it arrives while the loop is busy rather than asleep. */
+  let signalled = false;
+  let resolveSleep: (() => void) | undefined;
+  const wake = () => {
+    signalled = true;
+    resolveSleep?.();
+  };
+  async function sleep(ms: number): Promise<void> {
+    if (!signalled) {
+      await new Promise<void>((resolve) => {
+        resolveSleep = resolve;
+        setTimeout(resolve, ms).unref();
+      });
+      resolveSleep = undefined;
+    }
+    signalled = false;
+  }
+
+  /** Nothing claimable now: sleep until the earliest due job, new work, or the poll interval. */
   async function sleepUntilDue(): Promise<void> {
     const due = await nextDueAt(deps.pool).catch(() => null);
     const untilDue = due ? due.getTime() - Date.now() : config.SETTLEMENT_POLL_MS;
-    const ms = Math.max(5, Math.min(config.SETTLEMENT_POLL_MS, untilDue));
-    await new Promise<void>((resolve) => {
-      wake = resolve;
-      setTimeout(resolve, ms).unref();
-    });
-    wake = undefined;
+    await sleep(Math.max(5, Math.min(config.SETTLEMENT_POLL_MS, untilDue)));
   }
+
+  let loop: Promise<void> = Promise.resolve();
 
   return {
     runOnce,
     /** New work arrived: look at once instead of at the next poll. */
-    wake: () => wake?.(),
+    wake,
     start(): void {
       if (!state.stopped) return;
       state.stopped = false;
       loop = (async () => {
+        const inFlight = new Set<Promise<void>>();
+        // Counts from the loop are only for tests' runOnce; the loop reports through metrics.
+        const result: RunOnceResult = {
+          claimed: 0,
+          settled: 0,
+          failed: 0,
+          retried: 0,
+          deadLettered: 0,
+        };
         while (!state.stopped) {
           try {
-            const { claimed } = await runOnce();
-            if (claimed < config.SETTLEMENT_CONCURRENCY) await sleepUntilDue();
+            const claimed = await fillSlots(inFlight, result);
+            // Every slot busy: wait for one to free (or new work). Nothing due: sleep until
+            // the next job is. Otherwise claim again at once.
+            if (inFlight.size >= config.SETTLEMENT_CONCURRENCY)
+              await sleep(config.SETTLEMENT_POLL_MS);
+            else if (claimed === 0) await sleepUntilDue();
           } catch (error) {
             logger.warn({ err: error }, 'settlement worker iteration failed; retrying');
             await new Promise((r) => setTimeout(r, config.SETTLEMENT_POLL_MS));
           }
         }
+        await Promise.all(inFlight);
       })();
     },
     /** Stops claiming, lets in-flight jobs finish (bounded by the acquirer timeout). */
     async stop(): Promise<void> {
       state.stopped = true;
-      wake?.();
+      wake();
       await loop;
     },
     deadLetter,
