@@ -6,7 +6,7 @@ import type { Config } from '../platform/config.js';
 import { createKafka, ensureTopics } from '../platform/kafka.js';
 import type { Logger } from '../platform/logger.js';
 import { migrateUp } from '../platform/migrate.js';
-import { closeRedis, createRedis, type Redis } from '../platform/redis.js';
+import { closeRedis, createRedis, deleteKeysWithPrefix, type Redis } from '../platform/redis.js';
 import { databaseUrlWithName, peakRssMb, startProcess } from './bench-process.js';
 import { startCpuWindow } from './cpu-usage.js';
 import { constantRate, type RunResult, type Shot } from './load.js';
@@ -183,12 +183,7 @@ export async function deleteKeys(config: Config, logger: Logger, prefix: string)
   const redis: Redis = createRedis(config, logger);
   try {
     await redis.connect();
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1_000);
-      cursor = next;
-      if (keys.length > 0) await redis.unlink(...keys);
-    } while (cursor !== '0');
+    await deleteKeysWithPrefix(redis, prefix);
   } finally {
     await closeRedis(redis);
   }

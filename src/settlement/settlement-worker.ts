@@ -143,13 +143,7 @@ export function createSettlementWorker(deps: WorkerDeps) {
   }
 
   async function runOnce(): Promise<RunOnceResult> {
-    const result: RunOnceResult = {
-      claimed: 0,
-      settled: 0,
-      failed: 0,
-      retried: 0,
-      deadLettered: 0,
-    };
+    const result = emptyResult();
     const jobs = await claimDueJobs(
       deps.pool,
       config.SETTLEMENT_CONCURRENCY,
@@ -223,13 +217,7 @@ export function createSettlementWorker(deps: WorkerDeps) {
       loop = (async () => {
         const inFlight = new Set<Promise<void>>();
         // Counts from the loop are only for tests' runOnce; the loop reports through metrics.
-        const result: RunOnceResult = {
-          claimed: 0,
-          settled: 0,
-          failed: 0,
-          retried: 0,
-          deadLettered: 0,
-        };
+        const result = emptyResult();
         while (!state.stopped) {
           try {
             const claimed = await fillSlots(inFlight, result);
@@ -254,6 +242,10 @@ export function createSettlementWorker(deps: WorkerDeps) {
     },
     deadLetter,
   };
+}
+
+function emptyResult(): RunOnceResult {
+  return { claimed: 0, settled: 0, failed: 0, retried: 0, deadLettered: 0 };
 }
 
 export type SettlementWorker = ReturnType<typeof createSettlementWorker>;

@@ -3,6 +3,7 @@ import pg from 'pg';
 import { Redis } from 'ioredis';
 import { inject } from 'vitest';
 import { loadConfig, type Config } from '../../src/platform/config.js';
+import { deleteKeysWithPrefix as deleteAllWithPrefix } from '../../src/platform/redis.js';
 import { databaseUrlFor } from './database-url.js';
 
 /** A short random suffix; test resources are named `<what>-<suffix>` so parallel files never meet. */
@@ -86,12 +87,7 @@ export async function createTestRedis(): Promise<TestRedis> {
 export async function deleteKeysWithPrefix(redis: Redis, prefix: string): Promise<void> {
   const raw = redis.duplicate({ keyPrefix: '', lazyConnect: false, enableOfflineQueue: true });
   try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await raw.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
-      cursor = next;
-      if (keys.length > 0) await raw.del(...keys);
-    } while (cursor !== '0');
+    await deleteAllWithPrefix(raw, prefix);
   } finally {
     raw.disconnect();
   }
