@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { createRelayKafka, createRelayWorkers } from '../apps/relay/relay.js';
+import { createRelayKafka } from '../outbox/relay-kafka.js';
+import { createRelayWorkers } from '../outbox/relay-workers.js';
 import { toKafkaRecord, type KafkaRecord } from '../outbox/cloud-event.js';
 import { paymentEventId } from '../outbox/event-id.js';
 import { listenForOutbox } from '../outbox/outbox-listener.js';

@@ -6,7 +6,7 @@ import {
 import type { Config } from '../platform/config.js';
 import type { Pool } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
-import { fullJitterDelay } from './backoff.js';
+import { fullJitterDelay } from '../platform/backoff.js';
 import { toDeadLetter, type DeadLetterReason } from './dead-letter.js';
 import type { SourceRecord } from './settlement-repository.js';
 import {
