@@ -60,7 +60,7 @@ describe('idempotency key expiry', () => {
     const query = vi.spyOn(db.pool, 'query');
     try {
       expect(await reaper.runOnce()).toBe(7);
-      const statements = query.mock.calls.map(([text]) => String(text));
+      const statements = query.mock.calls.map(([text]) => text);
       const results = (await Promise.all(query.mock.results.map((r) => r.value as unknown))) as (
         pg.QueryResult | undefined
       )[];
