@@ -41,7 +41,12 @@ function problems(...codes: ErrorCode[]): JsonObject {
       String(status),
       {
         description: list.map((c) => `\`${c}\`: ${ERRORS[c].title}`).join('; '),
-        content: { 'application/problem+json': { schema: ref('Problem') } },
+        content: {
+          'application/problem+json': {
+            // The codes this status carries here, so clients can switch on `code` exhaustively.
+            schema: { allOf: [ref('Problem'), { properties: { code: { enum: list } } }] },
+          },
+        },
       },
     ]),
   );
