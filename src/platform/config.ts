@@ -58,7 +58,9 @@ export const configSchema = z.object({
   NODE_ENV: z
     .enum(['development', 'test', 'production'])
     .default('development')
-    .describe('Environment name for libraries that read it (Express); the service itself ignores it.'),
+    .describe(
+      'Environment name for libraries that read it (Express); the service itself ignores it.',
+    ),
   HOST: z.string().min(1).default('127.0.0.1').describe('Address the HTTP API listens on.'),
   PORT: integer(0, 65535).default(3000).describe('Port of the HTTP API (0 picks a free port).'),
   LOG_LEVEL: z
