@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler } from 'express';
 import { isDatabaseUnavailable } from '../platform/db-errors.js';
+import { DomainError } from '../platform/domain-error.js';
 import { ApiError } from './api-error.js';
 import { sendProblem } from './problem.js';
 
@@ -21,8 +22,18 @@ function fromBodyParser(error: { type?: unknown; status?: unknown }): ApiError |
   }
 }
 
+/** A component's refusal as the contract's problem: the code picks the status (ERRORS). */
+function fromDomainError(error: DomainError): ApiError {
+  const retryAfter = error.retryAfterSeconds;
+  return new ApiError(error.code, error.message, {
+    ...(retryAfter === undefined ? {} : { headers: { 'Retry-After': String(retryAfter) } }),
+    cause: error,
+  });
+}
+
 /**
- * The one mapping from errors to problem+json. Known rejections keep their code; Postgres being
+ * The one mapping from errors to problem+json. HTTP-level rejections (ApiError) and domain
+ * errors (DomainError, thrown by the components) keep their code; Postgres being
  * unreachable is 503 with Retry-After; anything else is a bug: 500, logged with its stack.
  */
 export function errorHandler(retryAfterSeconds: number): ErrorRequestHandler {
@@ -30,6 +41,8 @@ export function errorHandler(retryAfterSeconds: number): ErrorRequestHandler {
     let apiError: ApiError;
     if (error instanceof ApiError) {
       apiError = error;
+    } else if (error instanceof DomainError) {
+      apiError = fromDomainError(error);
     } else if (isDatabaseUnavailable(error)) {
       apiError = new ApiError('service_unavailable', 'The payment database is unavailable.', {
         headers: { 'Retry-After': String(retryAfterSeconds) },

@@ -3,13 +3,13 @@ import type { z } from 'zod';
 import { parseIdempotencyKey } from '../idempotency/idempotency-key-header.js';
 import type { Authenticate } from '../merchants/authenticator.js';
 import type { Merchant } from '../merchants/merchant-repository.js';
-import type { CreatePayment } from '../payments/create-payment.js';
-import { toPaymentResource } from '../payments/payment-resource.js';
-import { findPayment, listPayments } from '../payments/payment-repository.js';
-import { createPaymentBodySchema, listPaymentsQuerySchema } from '../payments/payment-schemas.js';
+import { ApiError } from '../http/api-error.js';
+import type { RateLimiter } from '../http/rate-limiter.js';
 import type { Queryable } from '../platform/db.js';
-import { ApiError } from './api-error.js';
-import type { RateLimiter } from './rate-limiter.js';
+import type { CreatePayment } from './create-payment.js';
+import { toPaymentResource } from './payment-resource.js';
+import { findPayment, listPayments } from './payment-repository.js';
+import { createPaymentBodySchema, listPaymentsQuerySchema } from './payment-schemas.js';
 
 export interface PaymentsRouterDeps {
   db: Queryable;
@@ -28,8 +28,9 @@ interface Authenticated {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
- * The payments routes. Handlers only translate HTTP to the service and back; every rejection is
- * an ApiError thrown before anything is written (I5), mapped to problem+json by the app.
+ * The payments component's HTTP entry point. Handlers only translate HTTP to the service and
+ * back; request-level rejections are ApiErrors thrown before anything is written (I5), the
+ * service's refusals are domain errors (payment-errors.ts); the app maps both to problem+json.
  */
 export function paymentsRouter(deps: PaymentsRouterDeps): Router {
   const router = Router();

@@ -1,12 +1,12 @@
 import { z } from 'zod';
+import { ERRORS, type ErrorCode } from '../../http/api-error.js';
 import {
   createPaymentBodySchema,
   listPaymentsQuerySchema,
   paymentListSchema,
   paymentSchema,
   problemSchema,
-} from '../payments/payment-schemas.js';
-import { ERRORS, type ErrorCode } from './api-error.js';
+} from '../../payments/payment-schemas.js';
 
 type JsonObject = Record<string, unknown>;
 
