@@ -37,6 +37,34 @@ export interface CreatePaymentDeps {
   sleep?: (ms: number) => Promise<void>;
 }
 
+/** The steps' dependencies, built once per service from its deps and configuration. */
+function buildSteps(deps: CreatePaymentDeps) {
+  const { config, logger } = deps;
+  const redis = createRedisGuard({
+    failClosed: config.REDIS_FAILURE_MODE === 'closed',
+    retryAfterSeconds: config.UNAVAILABLE_RETRY_AFTER_SECONDS,
+    logger,
+  });
+  const database = paymentDatabaseGuard(config.UNAVAILABLE_RETRY_AFTER_SECONDS);
+  const write: WritePaymentDeps = {
+    db: deps.db,
+    database,
+    now: deps.now ?? (() => new Date()),
+    keyTtlSeconds: config.IDEMPOTENCY_KEY_TTL_SECONDS,
+    paymentsTopic: config.KAFKA_TOPIC_PAYMENTS,
+  };
+  const inFlight: InFlightDeps = {
+    db: deps.db,
+    cache: deps.cache,
+    redis,
+    database,
+    sleep: deps.sleep ?? ((ms: number) => new Promise((r) => setTimeout(r, ms))),
+    waitMs: config.IDEMPOTENCY_IN_FLIGHT === 'wait' ? config.IDEMPOTENCY_WAIT_MS : 0,
+    retryAfterSeconds: config.IDEMPOTENCY_RETRY_AFTER_SECONDS,
+  };
+  return { redis, write, inFlight };
+}
+
 /**
  * POST /payments, exactly once per (merchant, Idempotency-Key), in named steps:
  * replay from the Redis cache -> acquire the key's lock (or await its in-flight twin) -> write
@@ -46,29 +74,8 @@ export interface CreatePaymentDeps {
  * (payment-errors.ts); the HTTP layer maps them to problem+json.
  */
 export function createPaymentService(deps: CreatePaymentDeps) {
-  const { config, logger, cache } = deps;
-  const redis = createRedisGuard({
-    failClosed: config.REDIS_FAILURE_MODE === 'closed',
-    retryAfterSeconds: config.UNAVAILABLE_RETRY_AFTER_SECONDS,
-    logger,
-  });
-  const database = paymentDatabaseGuard(config.UNAVAILABLE_RETRY_AFTER_SECONDS);
-  const writeDeps: WritePaymentDeps = {
-    db: deps.db,
-    database,
-    now: deps.now ?? (() => new Date()),
-    keyTtlSeconds: config.IDEMPOTENCY_KEY_TTL_SECONDS,
-    paymentsTopic: config.KAFKA_TOPIC_PAYMENTS,
-  };
-  const inFlightDeps: InFlightDeps = {
-    db: deps.db,
-    cache,
-    redis,
-    database,
-    sleep: deps.sleep ?? ((ms: number) => new Promise((r) => setTimeout(r, ms))),
-    waitMs: config.IDEMPOTENCY_IN_FLIGHT === 'wait' ? config.IDEMPOTENCY_WAIT_MS : 0,
-    retryAfterSeconds: config.IDEMPOTENCY_RETRY_AFTER_SECONDS,
-  };
+  const { logger, cache } = deps;
+  const { redis, write, inFlight } = buildSteps(deps);
 
   return async function createPayment(
     merchant: Merchant,
@@ -88,17 +95,11 @@ export function createPaymentService(deps: CreatePaymentDeps) {
       fingerprint.toString('hex'),
     );
     if (lock.kind === 'held') {
-      return awaitInFlightTwin(inFlightDeps, merchant, key, fingerprint, lock.holderFingerprint);
+      return awaitInFlightTwin(inFlight, merchant, key, fingerprint, lock.holderFingerprint);
     }
     try {
       await deps.beforeWrite?.();
-      const { created, stored } = await writePaymentOnce(
-        writeDeps,
-        merchant,
-        key,
-        body,
-        fingerprint,
-      );
+      const { created, stored } = await writePaymentOnce(write, merchant, key, body, fingerprint);
       // The cache write and the release go out together; on one connection Redis applies them
       // in order, so no request sees the key unlocked before its response is cached.
       await Promise.all([cacheResponse(cache, logger, merchant.id, key, stored), lock.release()]);

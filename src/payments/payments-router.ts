@@ -27,6 +27,89 @@ interface Authenticated {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** Every /payments request: a known merchant within its rate limit, bound to the log context. */
+function authenticateMerchant(deps: PaymentsRouterDeps) {
+  return async (req: Request, res: Response, next: NextFunction) => {
+    const merchant = await authenticate(deps.authenticate, req.headers.authorization);
+    const limited = deps.rateLimit(merchant.id);
+    if (!limited.allowed) {
+      throw new ApiError('rate_limited', 'Too many requests for this API key; slow down.', {
+        headers: { 'Retry-After': String(limited.retryAfterSeconds) },
+      });
+    }
+    (res.locals as Authenticated).merchant = merchant;
+    req.ctx.bind({ merchant_id: merchant.id });
+    next();
+  };
+}
+
+/** POST /payments before its body is read: a valid Idempotency-Key and a JSON content type. */
+function requireKeyAndJson(req: Request, res: Response, next: NextFunction): void {
+  const key = parseIdempotencyKey(req.headers['idempotency-key']);
+  if (!key.ok) {
+    throw key.reason === 'missing'
+      ? new ApiError(
+          'idempotency_key_missing',
+          'Send an Idempotency-Key header (1-255 visible ASCII characters).',
+        )
+      : new ApiError(
+          'idempotency_key_invalid',
+          'Idempotency-Key must be 1-255 visible ASCII characters.',
+        );
+  }
+  (res.locals as Authenticated).idempotencyKey = key.key;
+  if (!req.is('application/json')) {
+    throw new ApiError(
+      'unsupported_media_type',
+      'Send the body as Content-Type: application/json.',
+    );
+  }
+  next();
+}
+
+/** POST /payments once the body is parsed: validate, create (or replay), answer. */
+function createPaymentHandler(createPayment: CreatePayment) {
+  return async (req: Request, res: Response) => {
+    if (!res.locals.bodyBytes) {
+      throw new ApiError('malformed_json', 'The request body is empty.');
+    }
+    const body = validate(createPaymentBodySchema, req.body as unknown);
+    const { merchant, idempotencyKey: key = '' } = res.locals as Authenticated;
+    req.ctx.bind({ idempotency_key: key });
+    const outcome = await createPayment(merchant, key, body);
+    req.ctx.bind({ payment_id: outcome.paymentId });
+    res.status(outcome.status);
+    res.setHeader('Location', `/payments/${outcome.paymentId}`);
+    if (outcome.replayed) res.setHeader('Idempotent-Replayed', 'true');
+    res.type('application/json').send(outcome.body);
+  };
+}
+
+function getPaymentHandler(db: Queryable) {
+  return async (req: Request<{ id: string }>, res: Response) => {
+    const { merchant } = res.locals as Authenticated;
+    const id = req.params.id;
+    // A malformed id cannot exist: the same 404 as an unknown or foreign one, never a 500.
+    const row = UUID.test(id) ? await findPayment(db, merchant.id, id) : null;
+    if (!row) throw new ApiError('not_found', `No payment ${id}.`);
+    res.json(toPaymentResource(row));
+  };
+}
+
+function listPaymentsHandler(db: Queryable) {
+  return async (req: Request, res: Response) => {
+    const { merchant } = res.locals as Authenticated;
+    const query = validate(listPaymentsQuerySchema, req.query);
+    const page = await listPayments(db, merchant.id, query.limit, query.starting_after);
+    if (page.kind === 'unknown_cursor') {
+      throw new ApiError('validation_failed', 'starting_after is not one of your payments.', {
+        errors: [{ path: 'starting_after', message: 'no such payment' }],
+      });
+    }
+    res.json({ object: 'list', data: page.rows.map(toPaymentResource), has_more: page.hasMore });
+  };
+}
+
 /**
  * The payments component's HTTP entry point. Handlers only translate HTTP to the service and
  * back; request-level rejections are ApiErrors thrown before anything is written (I5), the
@@ -43,82 +126,10 @@ export function paymentsRouter(deps: PaymentsRouterDeps): Router {
       (res as unknown as Response).locals.bodyBytes = buffer.length;
     },
   });
-
-  router.use('/payments', async (req: Request, res: Response, next: NextFunction) => {
-    const merchant = await authenticate(deps.authenticate, req.headers.authorization);
-    const limited = deps.rateLimit(merchant.id);
-    if (!limited.allowed) {
-      throw new ApiError('rate_limited', 'Too many requests for this API key; slow down.', {
-        headers: { 'Retry-After': String(limited.retryAfterSeconds) },
-      });
-    }
-    (res.locals as Authenticated).merchant = merchant;
-    req.ctx.bind({ merchant_id: merchant.id });
-    next();
-  });
-
-  router.post(
-    '/payments',
-    (req, res, next) => {
-      const key = parseIdempotencyKey(req.headers['idempotency-key']);
-      if (!key.ok) {
-        throw key.reason === 'missing'
-          ? new ApiError(
-              'idempotency_key_missing',
-              'Send an Idempotency-Key header (1-255 visible ASCII characters).',
-            )
-          : new ApiError(
-              'idempotency_key_invalid',
-              'Idempotency-Key must be 1-255 visible ASCII characters.',
-            );
-      }
-      (res.locals as Authenticated).idempotencyKey = key.key;
-      if (!req.is('application/json')) {
-        throw new ApiError(
-          'unsupported_media_type',
-          'Send the body as Content-Type: application/json.',
-        );
-      }
-      next();
-    },
-    parseJson,
-    async (req, res) => {
-      if (!res.locals.bodyBytes) {
-        throw new ApiError('malformed_json', 'The request body is empty.');
-      }
-      const body = validate(createPaymentBodySchema, req.body as unknown);
-      const { merchant, idempotencyKey: key = '' } = res.locals as Authenticated;
-      req.ctx.bind({ idempotency_key: key });
-      const outcome = await deps.createPayment(merchant, key, body);
-      req.ctx.bind({ payment_id: outcome.paymentId });
-      res.status(outcome.status);
-      res.setHeader('Location', `/payments/${outcome.paymentId}`);
-      if (outcome.replayed) res.setHeader('Idempotent-Replayed', 'true');
-      res.type('application/json').send(outcome.body);
-    },
-  );
-
-  router.get('/payments/:id', async (req, res) => {
-    const { merchant } = res.locals as Authenticated;
-    const id = req.params.id;
-    // A malformed id cannot exist: the same 404 as an unknown or foreign one, never a 500.
-    const row = UUID.test(id) ? await findPayment(deps.db, merchant.id, id) : null;
-    if (!row) throw new ApiError('not_found', `No payment ${id}.`);
-    res.json(toPaymentResource(row));
-  });
-
-  router.get('/payments', async (req, res) => {
-    const { merchant } = res.locals as Authenticated;
-    const query = validate(listPaymentsQuerySchema, req.query);
-    const page = await listPayments(deps.db, merchant.id, query.limit, query.starting_after);
-    if (page.kind === 'unknown_cursor') {
-      throw new ApiError('validation_failed', 'starting_after is not one of your payments.', {
-        errors: [{ path: 'starting_after', message: 'no such payment' }],
-      });
-    }
-    res.json({ object: 'list', data: page.rows.map(toPaymentResource), has_more: page.hasMore });
-  });
-
+  router.use('/payments', authenticateMerchant(deps));
+  router.post('/payments', requireKeyAndJson, parseJson, createPaymentHandler(deps.createPayment));
+  router.get('/payments/:id', getPaymentHandler(deps.db));
+  router.get('/payments', listPaymentsHandler(deps.db));
   return router;
 }
 

@@ -47,26 +47,96 @@ function problems(...codes: ErrorCode[]): JsonObject {
   );
 }
 
-/** The OpenAPI 3.1 description of the HTTP API, generated from the zod schemas in use. */
-export function buildOpenApiDocument(): JsonObject {
+const idempotencyKeyHeader = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: true,
+  description:
+    'Client-chosen key, 1-255 visible ASCII characters (the quoted structured-field form "abc" means abc). ' +
+    'Retries with the same key and body replay the stored response; a different body is 422.',
+  schema: { type: 'string', minLength: 1, maxLength: 257 },
+};
+
+const paymentIdParameter = {
+  name: 'id',
+  in: 'path',
+  required: true,
+  schema: { type: 'string', format: 'uuid' },
+};
+
+function createPaymentOperation(): JsonObject {
+  return {
+    operationId: 'createPayment',
+    parameters: [idempotencyKeyHeader],
+    requestBody: {
+      required: true,
+      content: { 'application/json': { schema: ref('CreatePaymentRequest') } },
+    },
+    responses: {
+      '202': {
+        description:
+          'Accepted (new) or the stored response replayed (header Idempotent-Replayed: true).',
+        headers: {
+          Location: { schema: { type: 'string' } },
+          'Idempotent-Replayed': { schema: { type: 'string', enum: ['true'] } },
+        },
+        content: { 'application/json': { schema: ref('Payment') } },
+      },
+      ...problems(
+        'idempotency_key_missing',
+        'idempotency_key_invalid',
+        'malformed_json',
+        'validation_failed',
+        'unauthorized',
+        'idempotency_key_in_use',
+        'payload_too_large',
+        'unsupported_media_type',
+        'idempotency_key_reused',
+        'rate_limited',
+        'service_unavailable',
+      ),
+    },
+  };
+}
+
+function listPaymentsOperation(): JsonObject {
   const query = z.toJSONSchema(listPaymentsQuerySchema, { io: 'input' }) as {
     properties: Record<string, JsonObject>;
   };
-  const idempotencyKey = {
-    name: 'Idempotency-Key',
-    in: 'header',
-    required: true,
-    description:
-      'Client-chosen key, 1-255 visible ASCII characters (the quoted structured-field form "abc" means abc). ' +
-      'Retries with the same key and body replay the stored response; a different body is 422.',
-    schema: { type: 'string', minLength: 1, maxLength: 257 },
+  return {
+    operationId: 'listPayments',
+    parameters: Object.entries(query.properties).map(([name, schema]) => ({
+      name,
+      in: 'query',
+      required: false,
+      schema,
+    })),
+    responses: {
+      '200': {
+        description: 'Newest first.',
+        content: { 'application/json': { schema: ref('PaymentList') } },
+      },
+      ...problems('validation_failed', 'unauthorized', 'rate_limited', 'service_unavailable'),
+    },
   };
-  const paymentId = {
-    name: 'id',
-    in: 'path',
-    required: true,
-    schema: { type: 'string', format: 'uuid' },
+}
+
+function getPaymentOperation(): JsonObject {
+  return {
+    operationId: 'getPayment',
+    parameters: [paymentIdParameter],
+    responses: {
+      '200': {
+        description: 'The payment.',
+        content: { 'application/json': { schema: ref('Payment') } },
+      },
+      ...problems('unauthorized', 'not_found', 'rate_limited', 'service_unavailable'),
+    },
   };
+}
+
+/** The OpenAPI 3.1 description of the HTTP API, generated from the zod schemas in use. */
+export function buildOpenApiDocument(): JsonObject {
   return {
     openapi: '3.1.0',
     info: {
@@ -77,69 +147,8 @@ export function buildOpenApiDocument(): JsonObject {
     },
     security: [{ apiKey: [] }],
     paths: {
-      '/payments': {
-        post: {
-          operationId: 'createPayment',
-          parameters: [idempotencyKey],
-          requestBody: {
-            required: true,
-            content: { 'application/json': { schema: ref('CreatePaymentRequest') } },
-          },
-          responses: {
-            '202': {
-              description:
-                'Accepted (new) or the stored response replayed (header Idempotent-Replayed: true).',
-              headers: {
-                Location: { schema: { type: 'string' } },
-                'Idempotent-Replayed': { schema: { type: 'string', enum: ['true'] } },
-              },
-              content: { 'application/json': { schema: ref('Payment') } },
-            },
-            ...problems(
-              'idempotency_key_missing',
-              'idempotency_key_invalid',
-              'malformed_json',
-              'validation_failed',
-              'unauthorized',
-              'idempotency_key_in_use',
-              'payload_too_large',
-              'unsupported_media_type',
-              'idempotency_key_reused',
-              'rate_limited',
-              'service_unavailable',
-            ),
-          },
-        },
-        get: {
-          operationId: 'listPayments',
-          parameters: Object.entries(query.properties).map(([name, schema]) => ({
-            name,
-            in: 'query',
-            required: false,
-            schema,
-          })),
-          responses: {
-            '200': {
-              description: 'Newest first.',
-              content: { 'application/json': { schema: ref('PaymentList') } },
-            },
-            ...problems('validation_failed', 'unauthorized', 'rate_limited', 'service_unavailable'),
-          },
-        },
-      },
-      '/payments/{id}': {
-        get: {
-          operationId: 'getPayment',
-          parameters: [paymentId],
-          responses: {
-            '200': {
-              description: 'The payment.',
-              content: { 'application/json': { schema: ref('Payment') } },
-            },
-            ...problems('unauthorized', 'not_found', 'rate_limited', 'service_unavailable'),
-          },
-        },
-      },
+      '/payments': { post: createPaymentOperation(), get: listPaymentsOperation() },
+      '/payments/{id}': { get: getPaymentOperation() },
     },
     components: {
       securitySchemes: { apiKey: { type: 'http', scheme: 'bearer' } },
