@@ -33,26 +33,28 @@ function fromDomainError(error: DomainError): ApiError {
 
 /**
  * The one mapping from errors to problem+json. HTTP-level rejections (ApiError) and domain
- * errors (DomainError, thrown by the components) keep their code; Postgres being
- * unreachable is 503 with Retry-After; anything else is a bug: 500, logged with its stack.
+ * errors (DomainError, thrown by the components) keep their code; Postgres being unreachable is
+ * 503 with Retry-After; anything else is a bug: 500.
  */
+export function toApiError(error: unknown, retryAfterSeconds: number): ApiError {
+  if (error instanceof ApiError) return error;
+  if (error instanceof DomainError) return fromDomainError(error);
+  if (isDatabaseUnavailable(error)) {
+    return new ApiError('service_unavailable', 'The payment database is unavailable.', {
+      headers: { 'Retry-After': String(retryAfterSeconds) },
+      cause: error,
+    });
+  }
+  return (
+    (typeof error === 'object' && error !== null && fromBodyParser(error)) ||
+    new ApiError('internal_error', 'An unexpected error occurred.', { cause: error })
+  );
+}
+
+/** Answers every error as problem+json; a 5xx is logged with its stack. */
 export function errorHandler(retryAfterSeconds: number): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
-    let apiError: ApiError;
-    if (error instanceof ApiError) {
-      apiError = error;
-    } else if (error instanceof DomainError) {
-      apiError = fromDomainError(error);
-    } else if (isDatabaseUnavailable(error)) {
-      apiError = new ApiError('service_unavailable', 'The payment database is unavailable.', {
-        headers: { 'Retry-After': String(retryAfterSeconds) },
-        cause: error,
-      });
-    } else {
-      apiError =
-        (typeof error === 'object' && error !== null && fromBodyParser(error)) ||
-        new ApiError('internal_error', 'An unexpected error occurred.', { cause: error });
-    }
+    const apiError = toApiError(error, retryAfterSeconds);
     if (apiError.status >= 500) req.ctx.log.error({ err: error }, apiError.detail);
     if (res.headersSent) return;
     sendProblem(res, apiError.toProblem(), apiError.options.headers);
