@@ -39,22 +39,15 @@ export interface WorkerDeps {
   random?: () => number;
 }
 
-/**
- * Works the durable settlement jobs in named steps: claim due jobs (settlement-repository),
- * call the acquirer with the payment's idempotency key (call-acquirer), then complete
- * (complete-settlement), retry later with full-jitter backoff (schedule-settlement-retry) or
- * dead-letter (dead-letter-job). Retries wait in the database, not in the consumer, so one
- * payment's backoff never holds back another's. `runOnce` is what tests drive; `start` runs the
- * slot-filling loop (settlement-loop) until `stop`.
- */
-export function createSettlementWorker(deps: WorkerDeps) {
-  const { config, logger } = deps;
+/** The steps' dependencies; the retry delay is full-jitter backoff (configured base, cap). */
+function settleJobDeps(deps: WorkerDeps): SettleJobDeps {
+  const { config } = deps;
   const random = deps.random ?? Math.random;
-  const steps: SettleJobDeps = {
+  return {
     pool: deps.pool,
     acquirer: deps.acquirer,
     publishDeadLetter: deps.publishDeadLetter,
-    logger,
+    logger: deps.logger,
     acquirerTimeoutMs: config.ACQUIRER_TIMEOUT_MS,
     maxAttempts: config.SETTLEMENT_MAX_ATTEMPTS,
     paymentsTopic: config.KAFKA_TOPIC_PAYMENTS,
@@ -67,6 +60,19 @@ export function createSettlementWorker(deps: WorkerDeps) {
       ),
     ...(deps.afterCharge ? { afterCharge: deps.afterCharge } : {}),
   };
+}
+
+/**
+ * Works the durable settlement jobs in named steps: claim due jobs (settlement-repository),
+ * call the acquirer with the payment's idempotency key (call-acquirer), then complete
+ * (complete-settlement), retry later with full-jitter backoff (schedule-settlement-retry) or
+ * dead-letter (dead-letter-job). Retries wait in the database, not in the consumer, so one
+ * payment's backoff never holds back another's. `runOnce` is what tests drive; `start` runs the
+ * slot-filling loop (settlement-loop) until `stop`.
+ */
+export function createSettlementWorker(deps: WorkerDeps) {
+  const { config, logger } = deps;
+  const steps = settleJobDeps(deps);
 
   /** One job, never rejecting: a failed step keeps its lease and is retried when it ends. */
   function work(job: ClaimedJob, counts: SettlementRunCounts): Promise<void> {
