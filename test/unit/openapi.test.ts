@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ERRORS } from '../../src/http/api-error.js';
-import { buildOpenApiDocument } from '../../src/http/openapi.js';
+import { buildOpenApiDocument } from '../../src/apps/api/openapi.js';
 
 interface Doc {
   openapi: string;
