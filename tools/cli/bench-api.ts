@@ -15,6 +15,7 @@ import { createLogger } from '../../src/platform/logger.js';
 import { migrateUp } from '../../src/platform/migrate.js';
 import { deleteKeys } from '../bench/measure-pipeline.js';
 import { createScratchDatabase, databaseUrlWithName } from '../support/scratch-database.js';
+import { exitOnHelp } from '../support/exit-on-help.js';
 
 /**
  * `npm run bench:api`: new-payment and replay throughput and latency of the real API process
@@ -24,6 +25,11 @@ import { createScratchDatabase, databaseUrlWithName } from '../support/scratch-d
  *
  * Settings (environment): BENCH_CONCURRENCY (16), BENCH_SECONDS (10), BENCH_LOG_LEVEL (warn).
  */
+
+exitOnHelp(`usage: npm run bench:api
+New-payment and replay throughput of the API process next to pgbench running the same SQL and a
+bare Express endpoint; writes reports/bench-api-<time>.{json,md}. No arguments.
+Environment: BENCH_CONCURRENCY (16), BENCH_SECONDS (10), BENCH_LOG_LEVEL (warn), PGBENCH.`);
 
 const run = promisify(execFile);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);

@@ -18,6 +18,7 @@ import { migrateUp } from '../../src/platform/migrate.js';
 import { percentile } from '../bench/percentile.js';
 import { readAllEvents } from '../support/read-all-events.js';
 import { createScratchDatabase } from '../support/scratch-database.js';
+import { exitOnHelp } from '../support/exit-on-help.js';
 
 /**
  * `npm run bench:relay`: the outbox relay against the local stack, next to a reference measured
@@ -36,6 +37,11 @@ import { createScratchDatabase } from '../support/scratch-database.js';
  * Settings (environment): BENCH_RATE (500/s), BENCH_SECONDS (20), BENCH_BACKLOG (20000),
  * BENCH_ROUNDS (3), RELAY_BATCH_SIZE and the rest of the service configuration.
  */
+
+exitOnHelp(`usage: npm run bench:relay
+The outbox relay: commit-to-ack lag at a fixed rate, backlog drain next to raw kafkajs sendBatch.
+No arguments. Environment: BENCH_RATE (500), BENCH_SECONDS (20), BENCH_BACKLOG (20000),
+BENCH_ROUNDS (3), RELAY_BATCH_SIZE and the rest of the service configuration.`);
 
 const RATE = Number(process.env.BENCH_RATE ?? 500);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);

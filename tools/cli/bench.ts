@@ -10,6 +10,7 @@ import { measurePipeline, type PipelineResult, type SweepStep } from '../bench/m
 import { loadConfig } from '../../src/platform/config.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { runCli } from '../../src/cli/run-cli.js';
+import { exitOnHelp } from '../support/exit-on-help.js';
 
 /**
  * `npm run bench`: the benchmark report of BRIEF section 11. Starts the local stack, runs
@@ -23,6 +24,12 @@ import { runCli } from '../../src/cli/run-cli.js';
  * BENCH_SWEEP_FRACTIONS of bench:api's peak rate (0.1,0.2,0.3,0.4,0.5,0.75,1), BENCH_SWEEP_SECONDS
  * (10), and those of bench:api / bench:relay, which it passes on.
  */
+
+exitOnHelp(`usage: npm run bench
+The benchmark report: starts the local stack, runs bench:api and bench:relay, then the whole
+pipeline as three processes; writes reports/bench-<time>.{md,json,svg}. No arguments.
+Environment: BENCH_SETTLE_RATE (500), BENCH_SETTLE_SECONDS (20), BENCH_SWEEP_FRACTIONS
+(0.1,0.2,0.3,0.4,0.5,0.75,1), BENCH_SWEEP_SECONDS (10), and those of bench:api and bench:relay.`);
 
 const run = promisify(execFile);
 const SETTLE_RATE = Number(process.env.BENCH_SETTLE_RATE ?? 500);
