@@ -96,17 +96,6 @@ function toClaimedEvent(row: ClaimedRow): ClaimedEvent {
   };
 }
 
-/** Every row, oldest first, read as the relay reads it; for checks and benchmarks, no lease. */
-export async function readAllEvents(db: Queryable): Promise<ClaimedEvent[]> {
-  const { rows } = await db.query<ClaimedRow>(
-    sql`
-      SELECT id, event_id, event_type, aggregate_id, topic, data, created_at, attempts
-        FROM outbox
-       ORDER BY id`,
-  );
-  return rows.map(toClaimedEvent);
-}
-
 /** bigint ids arrive as strings; order them numerically. */
 function compareIds(a: string, b: string): number {
   return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);

@@ -1,13 +1,15 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { createMerchant } from '../merchants/merchant-repository.js';
-import type { Config } from '../platform/config.js';
-import { createKafka, ensureTopics } from '../platform/kafka.js';
-import type { Logger } from '../platform/logger.js';
-import { migrateUp } from '../platform/migrate.js';
-import { closeRedis, createRedis, deleteKeysWithPrefix, type Redis } from '../platform/redis.js';
-import { databaseUrlWithName, peakRssMb, startProcess } from './bench-process.js';
+import { createMerchant } from '../../src/merchants/merchant-repository.js';
+import type { Config } from '../../src/platform/config.js';
+import { createKafka, ensureTopics } from '../../src/platform/kafka.js';
+import type { Logger } from '../../src/platform/logger.js';
+import { migrateUp } from '../../src/platform/migrate.js';
+import { closeRedis, createRedis, type Redis } from '../../src/platform/redis.js';
+import { createScratchDatabase } from '../support/scratch-database.js';
+import { deleteKeysWithPrefix } from '../support/delete-keys-with-prefix.js';
+import { peakRssMb, serviceEntry, startProcess } from './bench-process.js';
 import { startCpuWindow } from './cpu-usage.js';
 import { constantRate, type RunResult, type Shot } from './load.js';
 
@@ -72,11 +74,9 @@ export async function measurePipeline(
 ): Promise<PipelineResult> {
   const suffix = randomUUID().slice(0, 8);
   const database = `bench_pipeline_${suffix}`;
-  const url = databaseUrlWithName(base.DATABASE_URL, database);
   const topics = { payments: `bench.pipeline.${suffix}`, dlq: `bench.pipeline.${suffix}.dlq` };
-  const admin = new pg.Client({ connectionString: base.DATABASE_URL });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${database}`);
+  const scratch = await createScratchDatabase(base.DATABASE_URL, database);
+  const url = scratch.url;
   const pool = new pg.Pool({ connectionString: url, max: 2 });
   const kafka = createKafka(base, logger);
   const kafkaAdmin = kafka.admin();
@@ -98,11 +98,11 @@ export async function measurePipeline(
       ACQUIRER_SIM_LATENCY_MS: '0',
       ACQUIRER_SIM_FAILURE_RATE: '0',
     };
-    const api = await startProcess('apps/api/main.js', env, '/healthz');
+    const api = await startProcess(serviceEntry('apps/api/main.js'), env, '/healthz');
     children.push(api.child);
-    const relay = await startProcess('apps/relay/main.js', env, '/metrics');
+    const relay = await startProcess(serviceEntry('apps/relay/main.js'), env, '/metrics');
     children.push(relay.child);
-    const settlement = await startProcess('apps/settlement/main.js', env, '/metrics');
+    const settlement = await startProcess(serviceEntry('apps/settlement/main.js'), env, '/metrics');
     children.push(settlement.child);
 
     const body = JSON.stringify({ amount: 1000, currency: 'EUR' });
@@ -173,8 +173,7 @@ export async function measurePipeline(
     await kafkaAdmin.deleteTopics({ topics: [topics.payments, topics.dlq] }).catch(() => undefined);
     await kafkaAdmin.disconnect();
     await deleteKeys(base, logger, `bench:${suffix}:`);
-    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    await admin.end();
+    await scratch.drop();
   }
 }
 

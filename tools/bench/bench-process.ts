@@ -4,8 +4,18 @@ import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** The repository root (this file is dist/bench/bench-process.js once built). */
-export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+/** The repository root (this file is dist-tools/tools/bench/bench-process.js once built). */
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+
+/** A compiled service entry point (`npm run build`), e.g. `apps/api/main.js`. */
+export function serviceEntry(entry: string): string {
+  return path.join(ROOT, 'dist', entry);
+}
+
+/** A compiled tool (`npm run build:tools`), e.g. `bench/bare-express.js`. */
+export function toolEntry(entry: string): string {
+  return path.join(ROOT, 'dist-tools', 'tools', entry);
+}
 
 /** A port nobody listens on right now. */
 export async function freePort(): Promise<number> {
@@ -17,7 +27,7 @@ export async function freePort(): Promise<number> {
 }
 
 /**
- * Starts a compiled entry point (`dist/<entry>`) on a free port and resolves once it answers
+ * Starts a compiled entry point (a path from serviceEntry or toolEntry) on a free port and resolves once it answers
  * HTTP on `probePath`. The port is given as PORT (the API, the bare Express reference) and as
  * METRICS_PORT (roles without the API serve /metrics there).
  */
@@ -27,7 +37,7 @@ export async function startProcess(
   probePath: string,
 ): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort();
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist', entry)], {
+  const child = spawn(process.execPath, [entry], {
     env: { ...process.env, ...env, PORT: String(port), METRICS_PORT: String(port) },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -44,7 +54,7 @@ export async function startProcess(
     }
   }
   child.kill();
-  throw new Error(`${entry} did not answer on port ${port}`);
+  throw new Error(`${path.relative(ROOT, entry)} did not answer on port ${port}`);
 }
 
 /** Peak resident memory (VmHWM) of a process, in MB. */
@@ -52,11 +62,4 @@ export async function peakRssMb(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
   const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
   return Math.round(kb / 1024);
-}
-
-/** `url` with its database name replaced by `name`. */
-export function databaseUrlWithName(url: string, name: string): string {
-  const parsed = new URL(url);
-  parsed.pathname = `/${name}`;
-  return parsed.toString();
 }

@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { percentile } from './percentile.js';
 
 /** One HTTP request of a load run. */
 export interface Shot {
@@ -102,12 +103,6 @@ export async function constantRate(
   await Promise.all(inFlight);
   agent.destroy();
   return summarize(latencies, statuses, (performance.now() - started) / 1000);
-}
-
-export function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return 0;
-  const index = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1);
-  return sorted[Math.max(0, index)] ?? 0;
 }
 
 function summarize(

@@ -1,5 +1,5 @@
-import type { Queryable } from '../platform/db.js';
-import type { Admin, KafkaClient } from '../platform/kafka.js';
+import type { Queryable } from '../../src/platform/db.js';
+import type { Admin, KafkaClient } from '../../src/platform/kafka.js';
 import { checkPayment, type CheckOptions } from './check-payment.js';
 import { createDeadLetterLog, createEventLog } from './event-log.js';
 import { existingPayments, loadOrphans, loadPaymentFacts } from './load-payment-facts.js';

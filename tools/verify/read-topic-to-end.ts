@@ -5,7 +5,7 @@ import {
   type Admin,
   type ConsumedRecord,
   type KafkaClient,
-} from '../platform/kafka.js';
+} from '../../src/platform/kafka.js';
 
 /**
  * Calls `onRecord` for every record of `topic` from the beginning up to its end as it is when

@@ -1,13 +1,13 @@
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from '../platform/config.js';
-import { createPool } from '../platform/db.js';
-import { createKafka } from '../platform/kafka.js';
-import { createLogger } from '../platform/logger.js';
+import { ConfigError, loadConfig } from '../../src/platform/config.js';
+import { createPool } from '../../src/platform/db.js';
+import { createKafka } from '../../src/platform/kafka.js';
+import { createLogger } from '../../src/platform/logger.js';
 import { formatReport } from '../verify/format-report.js';
 import { verifyPayments } from '../verify/verify-payments.js';
 import type { VerifyScope } from '../verify/verify-scope.js';
 import { waitForDrain } from '../verify/wait-for-drain.js';
-import { UsageError } from './run-cli.js';
+import { UsageError } from '../../src/cli/run-cli.js';
 
 const USAGE = `usage: npm run verify -- [--wait <seconds>] [--grace <seconds>] [--key-prefix <prefix>]
                          [--since <ISO time>] [--no-kafka] [--json]

@@ -5,13 +5,17 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
-import { databaseUrlWithName, peakRssMb, ROOT, startProcess } from '../bench/bench-process.js';
-import { closedLoop, constantRate, percentile, type RunResult, type Shot } from '../bench/load.js';
-import { createMerchant } from '../merchants/merchant-repository.js';
-import { loadConfig } from '../platform/config.js';
-import { createLogger } from '../platform/logger.js';
-import { migrateUp } from '../platform/migrate.js';
+import { peakRssMb, ROOT, serviceEntry, startProcess, toolEntry } from '../bench/bench-process.js';
+import { closedLoop, constantRate, type RunResult, type Shot } from '../bench/load.js';
+import { percentile } from '../bench/percentile.js';
+import { paymentPgbenchDefines, paymentPgbenchScript } from '../bench/pgbench-script.js';
+import { createMerchant } from '../../src/merchants/merchant-repository.js';
+import { loadConfig } from '../../src/platform/config.js';
+import { createLogger } from '../../src/platform/logger.js';
+import { migrateUp } from '../../src/platform/migrate.js';
 import { deleteKeys } from '../bench/measure-pipeline.js';
+import { createScratchDatabase, databaseUrlWithName } from '../support/scratch-database.js';
+import { exitOnHelp } from '../support/exit-on-help.js';
 
 /**
  * `npm run bench:api`: new-payment and replay throughput and latency of the real API process
@@ -21,6 +25,11 @@ import { deleteKeys } from '../bench/measure-pipeline.js';
  *
  * Settings (environment): BENCH_CONCURRENCY (16), BENCH_SECONDS (10), BENCH_LOG_LEVEL (warn).
  */
+
+exitOnHelp(`usage: npm run bench:api
+New-payment and replay throughput of the API process next to pgbench running the same SQL and a
+bare Express endpoint; writes reports/bench-api-<time>.{json,md}. No arguments.
+Environment: BENCH_CONCURRENCY (16), BENCH_SECONDS (10), BENCH_LOG_LEVEL (warn), PGBENCH.`);
 
 const run = promisify(execFile);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
@@ -36,27 +45,6 @@ function databaseUrl(name: string): string {
   return databaseUrlWithName(config.DATABASE_URL, name);
 }
 
-/** The same statement the API runs (insertPaymentOnce), as a pgbench script. */
-const PGBENCH_SCRIPT = `\\set amount random(1, 99999999)
-WITH ids AS (SELECT gen_random_uuid() AS pid, gen_random_uuid()::text AS k),
-idempotency AS (
-  INSERT INTO idempotency_keys (merchant_id, idempotency_key, fingerprint, payment_id,
-                                response_status, response_body, created_at, expires_at)
-  SELECT :merchant::uuid, k, sha256(convert_to(k, 'UTF8')), pid, 202, :body, now(), now() + interval '1 day' FROM ids
-  ON CONFLICT (merchant_id, idempotency_key) DO NOTHING
-  RETURNING payment_id, expires_at
-), payment AS (
-  INSERT INTO payments (id, merchant_id, amount, currency, source, description, metadata, status, created_at, updated_at)
-  SELECT payment_id, :merchant::uuid, :amount, 'EUR', 'tok_visa', NULL, '{}', 'pending', now(), now() FROM idempotency
-  RETURNING id
-), outbox AS (
-  INSERT INTO outbox (event_id, event_type, aggregate_id, topic, data, created_at)
-  SELECT gen_random_uuid(), 'payment.created', id, 'bench', :body::jsonb, now() FROM payment
-  RETURNING aggregate_id
-)
-SELECT idempotency.expires_at FROM idempotency JOIN outbox ON outbox.aggregate_id = idempotency.payment_id;
-`;
-
 async function pgbench(
   database: string,
   merchantId: string,
@@ -64,7 +52,7 @@ async function pgbench(
 ): Promise<RunResult> {
   const dir = await mkdtemp(path.join(tmpdir(), 'pgbench-'));
   const script = path.join(dir, 'payment.sql');
-  await writeFile(script, PGBENCH_SCRIPT);
+  await writeFile(script, paymentPgbenchScript());
   const url = new URL(databaseUrl(database));
   const { stdout } = await run(
     PGBENCH,
@@ -78,10 +66,7 @@ async function pgbench(
       '2',
       '-T',
       String(SECONDS),
-      '-D',
-      `merchant=${merchantId}`,
-      '-D',
-      `body=${responseBody}`,
+      ...paymentPgbenchDefines(merchantId, responseBody),
       '-f',
       script,
       '-l',
@@ -127,9 +112,7 @@ async function pgbench(
 
 async function main(): Promise<void> {
   const database = `bench_api_${Date.now().toString(36)}`;
-  const admin = new pg.Client({ connectionString: config.DATABASE_URL });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${database}`);
+  const scratch = await createScratchDatabase(config.DATABASE_URL, database);
   const children: ChildProcess[] = [];
   const pool = new pg.Pool({ connectionString: databaseUrl(database), max: 2 });
   // DROP DATABASE ... WITH (FORCE) at the end cuts connections pool.end() has not closed yet.
@@ -138,7 +121,7 @@ async function main(): Promise<void> {
     await migrateUp(databaseUrl(database), logger);
     const merchant = await createMerchant(pool, 'bench');
     const api = await startProcess(
-      'apps/api/main.js',
+      serviceEntry('apps/api/main.js'),
       {
         DATABASE_URL: databaseUrl(database),
         LOG_LEVEL,
@@ -150,7 +133,7 @@ async function main(): Promise<void> {
       '/healthz',
     );
     children.push(api.child);
-    const bare = await startProcess('bench/bare-express.js', {}, '/');
+    const bare = await startProcess(toolEntry('bench/bare-express.js'), {}, '/');
     children.push(bare.child);
 
     const body = JSON.stringify({ amount: 1000, currency: 'EUR' });
@@ -268,8 +251,7 @@ async function main(): Promise<void> {
     for (const child of children) child.kill('SIGTERM');
     await deleteKeys(config, logger, `bench:${database}:`);
     await pool.end();
-    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    await admin.end();
+    await scratch.drop();
   }
 }
 

@@ -1,5 +1,5 @@
-import type { ConsumedRecord } from '../platform/kafka.js';
-import { DLQ_HEADERS } from '../settlement/dead-letter.js';
+import type { ConsumedRecord } from '../../src/platform/kafka.js';
+import { DLQ_HEADERS } from '../../src/settlement/dead-letter.js';
 
 /** Where one copy of an event sits on the topic. */
 export interface EventCopy {

@@ -1,13 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
-import { createRelayKafka } from '../outbox/relay-kafka.js';
-import { createRelayWorkers } from '../outbox/relay-workers.js';
-import { toKafkaRecord, type KafkaRecord } from '../outbox/cloud-event.js';
-import { paymentEventId } from '../outbox/event-id.js';
-import { listenForOutbox } from '../outbox/outbox-listener.js';
-import { readAllEvents } from '../outbox/outbox-repository.js';
-import { loadConfig, type Config } from '../platform/config.js';
-import { createPool, sql, type Pool } from '../platform/db.js';
+import { createRelayKafka } from '../../src/outbox/relay-kafka.js';
+import { createRelayWorkers } from '../../src/outbox/relay-workers.js';
+import { toKafkaRecord, type KafkaRecord } from '../../src/outbox/cloud-event.js';
+import { paymentEventId } from '../../src/outbox/event-id.js';
+import { listenForOutbox } from '../../src/outbox/outbox-listener.js';
+import { loadConfig, type Config } from '../../src/platform/config.js';
+import { createPool, sql, type Pool } from '../../src/platform/db.js';
 import {
   createIdempotentProducer,
   createKafka,
@@ -15,9 +13,13 @@ import {
   publish,
   type Admin,
   type KafkaClient,
-} from '../platform/kafka.js';
-import { createLogger } from '../platform/logger.js';
-import { migrateUp } from '../platform/migrate.js';
+} from '../../src/platform/kafka.js';
+import { createLogger } from '../../src/platform/logger.js';
+import { migrateUp } from '../../src/platform/migrate.js';
+import { percentile } from '../bench/percentile.js';
+import { readAllEvents } from '../support/read-all-events.js';
+import { createScratchDatabase } from '../support/scratch-database.js';
+import { exitOnHelp } from '../support/exit-on-help.js';
 
 /**
  * `npm run bench:relay`: the outbox relay against the local stack, next to a reference measured
@@ -36,6 +38,11 @@ import { migrateUp } from '../platform/migrate.js';
  * Settings (environment): BENCH_RATE (500/s), BENCH_SECONDS (20), BENCH_BACKLOG (20000),
  * BENCH_ROUNDS (3), RELAY_BATCH_SIZE and the rest of the service configuration.
  */
+
+exitOnHelp(`usage: npm run bench:relay
+The outbox relay: commit-to-ack lag at a fixed rate, backlog drain next to raw kafkajs sendBatch.
+No arguments. Environment: BENCH_RATE (500), BENCH_SECONDS (20), BENCH_BACKLOG (20000),
+BENCH_ROUNDS (3), RELAY_BATCH_SIZE and the rest of the service configuration.`);
 
 const RATE = Number(process.env.BENCH_RATE ?? 500);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
@@ -107,12 +114,6 @@ function warmUpEvent() {
     data: snapshot(paymentId),
     createdAt: new Date(),
   };
-}
-
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  const index = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1);
-  return sorted[Math.max(0, index)] ?? Number.NaN;
 }
 
 async function pendingCount(pool: Pool): Promise<number> {
@@ -189,7 +190,7 @@ async function measureLag(pool: Pool, kafka: KafkaClient, config: Config, databa
     p50: percentile(sorted, 50),
     p95: percentile(sorted, 95),
     p99: percentile(sorted, 99),
-    max: sorted.at(-1) ?? Number.NaN,
+    max: percentile(sorted, 100),
   };
 }
 
@@ -230,18 +231,14 @@ async function main(): Promise<void> {
   const base = loadConfig();
   const suffix = randomUUID().slice(0, 8);
   const database = `bench_relay_${suffix}`;
-  const databaseUrl = new URL(base.DATABASE_URL);
-  databaseUrl.pathname = `/${database}`;
+  const scratch = await createScratchDatabase(base.DATABASE_URL, database);
   const config: Config = {
     ...base,
-    DATABASE_URL: databaseUrl.toString(),
+    DATABASE_URL: scratch.url,
     KAFKA_TOPIC_PAYMENTS: `bench.relay.${suffix}`,
   };
   const rawTopic = `bench.raw.${suffix}`;
 
-  const admin = new pg.Client({ connectionString: base.DATABASE_URL });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${database}`);
   const pool = createPool(config, logger, 'bench-relay');
   const kafka = createKafka(config, logger);
   const kafkaAdmin: Admin = kafka.admin();
@@ -298,8 +295,7 @@ async function main(): Promise<void> {
       .catch(() => undefined);
     await kafkaAdmin.disconnect();
     await pool.end();
-    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-    await admin.end();
+    await scratch.drop();
   }
 }
 

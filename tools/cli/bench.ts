@@ -3,13 +3,14 @@ import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { ROOT } from '../bench/bench-process.js';
+import { ROOT, toolEntry } from '../bench/bench-process.js';
 import { renderLatencyChart } from '../bench/latency-chart.js';
 import type { RunResult } from '../bench/load.js';
 import { measurePipeline, type PipelineResult, type SweepStep } from '../bench/measure-pipeline.js';
-import { loadConfig } from '../platform/config.js';
-import { createLogger } from '../platform/logger.js';
-import { runCli } from './run-cli.js';
+import { loadConfig } from '../../src/platform/config.js';
+import { createLogger } from '../../src/platform/logger.js';
+import { runCli } from '../../src/cli/run-cli.js';
+import { exitOnHelp } from '../support/exit-on-help.js';
 
 /**
  * `npm run bench`: the benchmark report of BRIEF section 11. Starts the local stack, runs
@@ -24,6 +25,12 @@ import { runCli } from './run-cli.js';
  * (10), and those of bench:api / bench:relay, which it passes on.
  */
 
+exitOnHelp(`usage: npm run bench
+The benchmark report: starts the local stack, runs bench:api and bench:relay, then the whole
+pipeline as three processes; writes reports/bench-<time>.{md,json,svg}. No arguments.
+Environment: BENCH_SETTLE_RATE (500), BENCH_SETTLE_SECONDS (20), BENCH_SWEEP_FRACTIONS
+(0.1,0.2,0.3,0.4,0.5,0.75,1), BENCH_SWEEP_SECONDS (10), and those of bench:api and bench:relay.`);
+
 const run = promisify(execFile);
 const SETTLE_RATE = Number(process.env.BENCH_SETTLE_RATE ?? 500);
 const SETTLE_SECONDS = Number(process.env.BENCH_SETTLE_SECONDS ?? 20);
@@ -35,7 +42,7 @@ const SWEEP_FRACTIONS = (process.env.BENCH_SWEEP_FRACTIONS ?? '0.1,0.2,0.3,0.4,0
 
 const say = (line: string) => process.stderr.write(`[bench] ${line}\n`);
 
-/** The parts of bench:api's JSON report used here (src/scripts/bench-api.ts). */
+/** The parts of bench:api's JSON report used here (tools/cli/bench-api.ts). */
 interface ApiReport {
   settings: { concurrency: number; seconds: number };
   newPayments: RunResult;
@@ -46,7 +53,7 @@ interface ApiReport {
   apiPeakRssMb: number;
 }
 
-/** bench:relay's JSON line (src/scripts/bench-relay.ts). */
+/** bench:relay's JSON line (tools/cli/bench-relay.ts). */
 interface RelayReport {
   lag: { events: number; achievedRate: number; p50: number; p95: number; p99: number };
   drain: { rows: number; perSecond: number };
@@ -65,7 +72,7 @@ interface Row {
 /** Runs a compiled bench script; its table goes to our stderr, its stdout is returned. */
 function runBench(entry: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(ROOT, 'dist', entry)], {
+    const child = spawn(process.execPath, [toolEntry(entry)], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let stdout = '';
@@ -261,11 +268,11 @@ async function main(): Promise<void> {
 
   say('bench:api (new payments vs pgbench, replays vs bare Express, RSS)');
   const existing = new Set(await readdir(path.join(ROOT, 'reports')));
-  await runBench('scripts/bench-api.js');
+  await runBench('cli/bench-api.js');
   const api = JSON.parse(await newestReport('bench-api-', existing)) as ApiReport;
 
   say('bench:relay (outbox lag at 500/s, drain vs raw sendBatch)');
-  const relayOut = await runBench('scripts/bench-relay.js');
+  const relayOut = await runBench('cli/bench-relay.js');
   const relay = JSON.parse(relayOut.trim().split('\n').at(-1) ?? '{}') as RelayReport;
 
   const peak = api.newPayments.perSecond;
