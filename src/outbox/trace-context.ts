@@ -32,6 +32,8 @@ export function contextOf(traceContext: TraceContext): Context {
  * value is not JSON or has none. Never throws.
  */
 export function traceContextOfEnvelope(value: string): TraceContext {
+  // Most values carry none when tracing is off: skip the parse.
+  if (!value.includes('"traceparent"')) return NO_TRACE_CONTEXT;
   try {
     const event = JSON.parse(value) as { traceparent?: unknown; tracestate?: unknown };
     return {
@@ -41,4 +43,13 @@ export function traceContextOfEnvelope(value: string): TraceContext {
   } catch {
     return NO_TRACE_CONTEXT;
   }
+}
+
+/** `ce_traceparent`/`ce_tracestate` headers for a structured CloudEvent value (none if absent). */
+export function traceContextHeaders(value: string): Record<string, string> {
+  const { traceparent, tracestate } = traceContextOfEnvelope(value);
+  const headers: Record<string, string> = {};
+  if (traceparent !== null) headers.ce_traceparent = traceparent;
+  if (traceparent !== null && tracestate !== null) headers.ce_tracestate = tracestate;
+  return headers;
 }
