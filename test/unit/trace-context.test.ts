@@ -45,7 +45,7 @@ describe('trace context on Kafka records', () => {
       lastFailureAt: new Date(),
     };
     const dead = toDeadLetter(source, reason);
-    expect(dead.headers?.ce_traceparent).toBe(TRACEPARENT);
+    expect(dead.headers.ce_traceparent).toBe(TRACEPARENT);
     expect(dead.value).toBe(value);
     expect(traceContextHeaders('not json "traceparent"')).toEqual({});
   });
