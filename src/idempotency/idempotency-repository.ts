@@ -1,4 +1,5 @@
 import type { Queryable } from '../platform/db.js';
+import { currentTraceContext } from '../outbox/trace-context.js';
 import type { StoredResponse } from './stored-response.js';
 
 export interface NewPaymentRecord {
@@ -38,8 +39,9 @@ export const INSERT_PAYMENT_ONCE_SQL = `WITH idempotency AS (
        SELECT payment_id, $1, $9, $10, $11, $12, $13, 'pending', $7, $7 FROM idempotency
        RETURNING id
      ), outbox AS (
-       INSERT INTO outbox (event_id, event_type, aggregate_id, topic, data, created_at)
-       SELECT $14, $15, id, $16, $17, $7 FROM payment
+       INSERT INTO outbox (event_id, event_type, aggregate_id, topic, data, created_at,
+                           traceparent, tracestate)
+       SELECT $14, $15, id, $16, $17, $7, $18, $19 FROM payment
        RETURNING aggregate_id
      )
      SELECT idempotency.expires_at FROM idempotency JOIN outbox ON outbox.aggregate_id = idempotency.payment_id`;
@@ -58,6 +60,8 @@ export async function insertPaymentOnce(
   record: NewPaymentRecord,
 ): Promise<StoredResponse | null> {
   const { payment, event } = record;
+  // The POST's span: the relay and settlement continue this trace (DESIGN, Observability).
+  const trace = currentTraceContext();
   // Named: prepared once per connection, like pgbench -M prepared.
   const { rows } = await db.query<{ expires_at: Date }>({
     name: 'idempotency.insert-payment-once',
@@ -80,6 +84,8 @@ export async function insertPaymentOnce(
       event.type,
       event.topic,
       JSON.stringify(event.data),
+      trace.traceparent,
+      trace.tracestate,
     ],
   });
   const created = rows[0];

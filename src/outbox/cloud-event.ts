@@ -5,6 +5,9 @@ export interface OutboxEvent {
   aggregateId: string;
   data: unknown;
   createdAt: Date;
+  /** The row's W3C trace context (migration 0013); absent or null when it has none. */
+  traceparent?: string | null;
+  tracestate?: string | null;
 }
 
 /** `source` of every CloudEvent this service emits (a URI-reference, per CloudEvents 1.0). */
@@ -32,7 +35,11 @@ export function toKafkaRecord(event: OutboxEvent): KafkaRecord {
     time,
     datacontenttype: 'application/json',
     data: event.data,
+    // CloudEvents distributed-tracing extension: the context the event was created in, copied
+    // unchanged from the row (so a republished copy keeps the same bytes).
+    ...traceAttributes(event),
   };
+  const trace = traceAttributes(event);
   return {
     key: event.aggregateId,
     value: JSON.stringify(envelope),
@@ -43,7 +50,16 @@ export function toKafkaRecord(event: OutboxEvent): KafkaRecord {
       ce_source: EVENT_SOURCE,
       ce_subject: event.aggregateId,
       ce_time: time,
+      ...(trace.traceparent === undefined ? {} : { ce_traceparent: trace.traceparent }),
+      ...(trace.tracestate === undefined ? {} : { ce_tracestate: trace.tracestate }),
       'content-type': 'application/cloudevents+json; charset=utf-8',
     },
   };
+}
+
+function traceAttributes(event: OutboxEvent): { traceparent?: string; tracestate?: string } {
+  const attributes: { traceparent?: string; tracestate?: string } = {};
+  if (event.traceparent) attributes.traceparent = event.traceparent;
+  if (event.traceparent && event.tracestate) attributes.tracestate = event.tracestate;
+  return attributes;
 }

@@ -33,6 +33,8 @@ interface ClaimedRow {
   data: unknown;
   created_at: Date;
   attempts: number;
+  traceparent: string | null;
+  tracestate: string | null;
 }
 
 /**
@@ -77,7 +79,7 @@ export async function claimEvents(db: Queryable, limit: number, leaseMs: number)
                 LIMIT $1
                   FOR UPDATE SKIP LOCKED))
       RETURNING o.id, o.event_id, o.event_type, o.aggregate_id, o.topic, o.data, o.created_at,
-                o.attempts`,
+                o.attempts, o.traceparent, o.tracestate`,
     [limit, leaseMs, owner],
   );
   return { owner, events: rows.map(toClaimedEvent).sort((a, b) => compareIds(a.id, b.id)) };
@@ -93,6 +95,8 @@ function toClaimedEvent(row: ClaimedRow): ClaimedEvent {
     data: row.data,
     createdAt: row.created_at,
     attempts: row.attempts,
+    traceparent: row.traceparent,
+    tracestate: row.tracestate,
   };
 }
 

@@ -1,6 +1,7 @@
 import { isRecordRejected, publish } from '../platform/kafka.js';
 import { toKafkaRecord } from './cloud-event.js';
 import type { ClaimedEvent } from './outbox-repository.js';
+import { endPublishSpans, startPublishSpans } from './publish-spans.js';
 import type { RelayProducer } from './relay-producer.js';
 
 /** What Kafka did with a claimed batch. */
@@ -20,8 +21,10 @@ export async function publishClaimed(
   events: ClaimedEvent[],
 ): Promise<PublishOutcome> {
   const outcome: PublishOutcome = { acked: [], rejected: [], unsent: [], ackedAt: 0 };
+  const spans = startPublishSpans(events);
   if (events.length > 0) await sendSplitting(producer, events, outcome);
   outcome.ackedAt = Date.now();
+  endPublishSpans(spans, outcome);
   return outcome;
 }
 

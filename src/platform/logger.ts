@@ -1,5 +1,6 @@
 import { pino, type Logger } from 'pino';
 import type { Config } from './config.js';
+import { activeTraceIds } from './tracing.js';
 
 export type { Logger } from 'pino';
 
@@ -26,6 +27,8 @@ export function createLogger(
     base: { pid: process.pid, ...bindings },
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
+    // trace_id/span_id of the active sampled span, so a line leads to its trace.
+    mixin: activeTraceIds,
     ...(config.LOG_FORMAT === 'pretty'
       ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l' } } }
       : {}),

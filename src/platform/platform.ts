@@ -3,6 +3,7 @@ import { createPool, pingPostgres, type Pool } from './db.js';
 import { createKafka, pingKafka, type Admin, type KafkaClient } from './kafka.js';
 import type { Logger } from './logger.js';
 import type { DependencyCheck } from './readiness.js';
+import { registerReadinessProbe } from './readiness-metrics.js';
 import { closeRedis, connectRedis, createRedis, pingRedis, type Redis } from './redis.js';
 
 /** The shared clients of one process: one pool, one Redis connection, one Kafka client. */
@@ -35,6 +36,7 @@ export async function createPlatform(config: Config, logger: Logger): Promise<Pl
     { name: 'redis', check: () => pingRedis(redis) },
     { name: 'kafka', check: () => pingKafka(admin) },
   ];
+  const unregisterReadiness = registerReadinessProbe(checks);
   return {
     config,
     logger,
@@ -44,6 +46,7 @@ export async function createPlatform(config: Config, logger: Logger): Promise<Pl
     admin,
     checks,
     close: async () => {
+      unregisterReadiness();
       await Promise.allSettled([admin.disconnect(), closeRedis(redis), pool.end()]);
     },
   };

@@ -1,4 +1,5 @@
 import type { Logger } from './logger.js';
+import { shutdownTracing } from './tracing.js';
 
 export type CloseFn = () => Promise<void>;
 
@@ -26,7 +27,8 @@ export function registerShutdown(
       process.exit(1);
     }, timeoutMs);
     timer.unref();
-    void runClosers(closers(), logger).then((ok) => {
+    void runClosers(closers(), logger).then(async (ok) => {
+      await shutdownTracing();
       clearTimeout(timer);
       logger.info('shutdown complete');
       logger.flush();

@@ -5,6 +5,7 @@ import {
 } from '../acquirer/acquirer.js';
 import type { ClaimedJob, Failure, FinalStatus } from './settlement-repository.js';
 import { settlementMetrics } from './settlement-metrics.js';
+import { inAcquirerSpan } from './acquirer-span.js';
 
 /** The acquirer's final word on a payment, or why there was none (to retry). */
 export type AcquirerAnswer =
@@ -17,15 +18,17 @@ export async function callAcquirer(
   timeoutMs: number,
 ): Promise<AcquirerAnswer> {
   try {
-    const answer = await acquirer.charge(
-      {
-        idempotencyKey: chargeIdempotencyKey(job.paymentId),
-        paymentId: job.paymentId,
-        amount: job.amount,
-        currency: job.currency,
-        source: job.source,
-      },
-      AbortSignal.timeout(timeoutMs),
+    const answer = await inAcquirerSpan(job, () =>
+      acquirer.charge(
+        {
+          idempotencyKey: chargeIdempotencyKey(job.paymentId),
+          paymentId: job.paymentId,
+          amount: job.amount,
+          currency: job.currency,
+          source: job.source,
+        },
+        AbortSignal.timeout(timeoutMs),
+      ),
     );
     settlementMetrics.attempts.inc({ result: answer.outcome });
     const final: FinalStatus =

@@ -1,3 +1,4 @@
+import { traceContextHeaders } from '../outbox/trace-context.js';
 import type { ProducerRecord } from '../platform/kafka.js';
 import type { SourceRecord } from './settlement-repository.js';
 
@@ -45,5 +46,7 @@ export function toDeadLetter(
     headers[DLQ_HEADERS.eventId] = reason.eventId;
     headers.ce_id = reason.eventId;
   }
+  // The payment's trace context travels on with the record (it is also in the value).
+  Object.assign(headers, traceContextHeaders(record.value));
   return { key: record.key ?? '', value: record.value, headers };
 }

@@ -1,6 +1,7 @@
 import type { Admin, KafkaClient, ProducerRecord } from '../platform/kafka.js';
 import { consume, createConsumer, createIdempotentProducer, publish } from '../platform/kafka.js';
 import type { Logger } from '../platform/logger.js';
+import { traceContextHeaders } from '../outbox/trace-context.js';
 import { DLQ_HEADERS } from './dead-letter.js';
 
 export interface ReplayRequest {
@@ -118,5 +119,6 @@ function cloudEventHeaders(value: string, eventId: string): Record<string, strin
   } catch {
     // Not JSON: replayed as it is; settlement will dead-letter it again.
   }
-  return headers;
+  // The replayed copy continues the payment's trace, like the original.
+  return { ...headers, ...traceContextHeaders(value) };
 }

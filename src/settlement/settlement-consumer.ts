@@ -4,6 +4,7 @@ import type { Logger } from '../platform/logger.js';
 import { parsePaymentEvent, type ParsedEvent } from './payment-event.js';
 import { acceptPaymentCreated, type SourceRecord } from './settlement-repository.js';
 import { settlementMetrics } from './settlement-metrics.js';
+import { inConsumeSpan } from './settlement-spans.js';
 import type { SettlementWorker } from './settlement-worker.js';
 
 export type HandleOutcome = 'accepted' | 'duplicate' | 'revived' | 'ignored' | 'dead_lettered';
@@ -21,7 +22,7 @@ interface HandlerDeps {
  * records go to the dead-letter topic at once and the partition moves on.
  */
 export function createSettlementHandler(deps: HandlerDeps) {
-  return async function handle(record: ConsumedRecord): Promise<HandleOutcome> {
+  const handle = async function handle(record: ConsumedRecord): Promise<HandleOutcome> {
     const source: SourceRecord = {
       topic: record.topic,
       partition: record.partition,
@@ -33,6 +34,13 @@ export function createSettlementHandler(deps: HandlerDeps) {
     settlementMetrics.consumed.inc({ outcome });
     return outcome;
   };
+  // Each record in its own CONSUMER span, continuing the record's trace (settlement-spans).
+  return (record: ConsumedRecord): Promise<HandleOutcome> =>
+    inConsumeSpan(record, async (span) => {
+      const outcome = await handle(record);
+      span.setAttribute('settlement.outcome', outcome);
+      return outcome;
+    });
 }
 
 /** Records the job of a `payment.created` event; dead-letters what cannot be one. */

@@ -1,4 +1,5 @@
 import { paymentEventId, type PaymentEventType } from '../outbox/event-id.js';
+import { currentTraceContext } from '../outbox/trace-context.js';
 import { withTransaction, type Pool, type Queryable } from '../platform/db.js';
 import { toPaymentResource, type PaymentRow } from '../payments/payment-resource.js';
 
@@ -165,9 +166,12 @@ export async function completePayment(
     if (row) {
       const type: PaymentEventType =
         final.status === 'settled' ? 'payment.settled' : 'payment.failed';
+      // The settlement attempt's span: the result event continues the payment's trace.
+      const trace = currentTraceContext();
       await client.query(
-        `INSERT INTO outbox (event_id, event_type, aggregate_id, topic, data, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6)`,
+        `INSERT INTO outbox (event_id, event_type, aggregate_id, topic, data, created_at,
+                             traceparent, tracestate)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
         [
           paymentEventId(paymentId, type),
           type,
@@ -175,6 +179,8 @@ export async function completePayment(
           topic,
           JSON.stringify(toPaymentResource(row)),
           now,
+          trace.traceparent,
+          trace.tracestate,
         ],
       );
     }

@@ -7,6 +7,7 @@ import type { DeadLetterReason } from './dead-letter.js';
 import { sendDeadLetter, type PublishDeadLetter } from './dead-letter-job.js';
 import { settleJob, type SettleJobDeps } from './settle-job.js';
 import { createSettlementLoop } from './settlement-loop.js';
+import { inSettleSpan } from './settlement-spans.js';
 import {
   claimDueJobs,
   nextDueAt,
@@ -76,7 +77,7 @@ export function createSettlementWorker(deps: WorkerDeps) {
 
   /** One job, never rejecting: a failed step keeps its lease and is retried when it ends. */
   function work(job: ClaimedJob, counts: SettlementRunCounts): Promise<void> {
-    return settleJob(steps, job, counts).catch((error: unknown) => {
+    return inSettleSpan(job, () => settleJob(steps, job, counts)).catch((error: unknown) => {
       logger.error({ err: error, payment_id: job.paymentId }, 'settlement step failed');
     });
   }

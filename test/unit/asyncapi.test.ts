@@ -35,6 +35,7 @@ describe('docs/asyncapi.yaml', () => {
       aggregateId: subject,
       data: {},
       createdAt: new Date(valueOf('ce_time', example)),
+      traceparent: valueOf('ce_traceparent', example),
     });
     for (const [name, value] of Object.entries(record.headers)) {
       expect(valueOf(name, example), name).toBe(value);

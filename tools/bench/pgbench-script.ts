@@ -50,6 +50,9 @@ const PAYMENT_PARAMETERS: PgbenchParameters = {
   15: ':event_type',
   16: ':topic',
   17: ':data',
+  // Trace context: NULL, as the service writes it with tracing off (the default).
+  18: 'NULL',
+  19: 'NULL',
 };
 
 /** The service's new-payment statement as a pgbench script. */

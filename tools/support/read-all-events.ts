@@ -10,6 +10,8 @@ interface OutboxRow {
   data: unknown;
   created_at: Date;
   attempts: number;
+  traceparent: string | null;
+  tracestate: string | null;
 }
 
 /**
@@ -19,7 +21,8 @@ interface OutboxRow {
 export async function readAllEvents(db: Queryable): Promise<ClaimedEvent[]> {
   const { rows } = await db.query<OutboxRow>(
     sql`
-      SELECT id, event_id, event_type, aggregate_id, topic, data, created_at, attempts
+      SELECT id, event_id, event_type, aggregate_id, topic, data, created_at, attempts,
+             traceparent, tracestate
         FROM outbox
        ORDER BY id`,
   );
@@ -32,5 +35,7 @@ export async function readAllEvents(db: Queryable): Promise<ClaimedEvent[]> {
     data: row.data,
     createdAt: row.created_at,
     attempts: row.attempts,
+    traceparent: row.traceparent,
+    tracestate: row.tracestate,
   }));
 }

@@ -4,7 +4,9 @@ import { fileURLToPath } from 'node:url';
 import express, { type Express } from 'express';
 import { ApiError } from '../../http/api-error.js';
 import { errorHandler } from '../../http/error-handler.js';
+import { httpMetrics } from '../../http/http-metrics.js';
 import { requestContext } from '../../http/request-context.js';
+import { traceRequests } from '../../http/trace-requests.js';
 import { paymentsRouter, type PaymentsRouterDeps } from '../../payments/payments-router.js';
 import type { Logger } from '../../platform/logger.js';
 import { metricsRegistry } from '../../platform/metrics.js';
@@ -30,6 +32,8 @@ export function buildApp(deps: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  app.use(traceRequests());
+  app.use(httpMetrics());
   app.use(requestContext(deps.logger));
 
   app.get('/healthz', (_req, res) => {

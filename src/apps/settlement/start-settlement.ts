@@ -9,6 +9,7 @@ import {
   publish,
 } from '../../platform/kafka.js';
 import type { Platform } from '../../platform/platform.js';
+import { registerSettlementBacklogProbe } from '../../settlement/settlement-backlog-metrics.js';
 import { createSettlementHandler } from '../../settlement/settlement-consumer.js';
 import { createSettlementWorker, type WorkerDeps } from '../../settlement/settlement-worker.js';
 import type { RunningRole } from '../running-role.js';
@@ -49,6 +50,7 @@ export function startSettlement(
     ...(options.afterCharge ? { afterCharge: options.afterCharge } : {}),
   });
   const handle = createSettlementHandler({ pool, worker, logger });
+  const unregisterBacklog = registerSettlementBacklogProbe(pool);
   const consumer = createConsumer(kafka, config.KAFKA_CONSUMER_GROUP);
   // The worker needs the database and, for dead letters, the producer; not the consumer
   // group. It starts as soon as those are up, so jobs left by a crashed process are resumed
@@ -82,6 +84,7 @@ export function startSettlement(
   return Promise.resolve({
     name: 'settlement',
     close: async () => {
+      unregisterBacklog();
       producing.stop();
       consuming.stop();
       // Stop intake first (in-flight records finish and commit), then the worker's jobs.

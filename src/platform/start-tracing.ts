@@ -1,0 +1,80 @@
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { registerInstrumentations } from '@opentelemetry/instrumentation';
+import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
+import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
+import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
+import {
+  BatchSpanProcessor,
+  ConsoleSpanExporter,
+  SimpleSpanProcessor,
+  type SpanExporter,
+} from '@opentelemetry/sdk-trace-base';
+import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
+import { setTracingShutdown } from './tracing.js';
+
+export interface TracingHandle {
+  /** Flushes the spans still queued and stops the provider. */
+  shutdown: () => Promise<void>;
+}
+
+export interface TracingOptions {
+  /** Tests: spans go here, each as it ends (no batching), whatever OTEL_TRACES_EXPORTER says. */
+  exporter?: SpanExporter;
+}
+
+/**
+ * Starts OpenTelemetry tracing from the standard environment variables, or does nothing:
+ * - OTEL_SDK_DISABLED=true, or OTEL_TRACES_EXPORTER unset or `none`: no provider, so every span
+ *   is the API's no-op (tracing off costs nothing measurable, see DESIGN);
+ * - OTEL_TRACES_EXPORTER=otlp: OTLP over HTTP (OTEL_EXPORTER_OTLP_ENDPOINT or
+ *   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, default http://localhost:4318), batched;
+ * - OTEL_TRACES_EXPORTER=console: spans printed to stdout (debugging);
+ * - OTEL_TRACES_SAMPLER/OTEL_TRACES_SAMPLER_ARG: read by the SDK (default parentbased_always_on);
+ * - OTEL_SERVICE_NAME/OTEL_RESOURCE_ATTRIBUTES: the resource (default service name `defaultName`).
+ * Also registers the pg and ioredis instrumentations: they patch only modules loaded after this
+ * call, which is why the processes start tracing first (register-tracing.ts via --import).
+ * The graceful shutdown flushes the provider (shutdownTracing).
+ */
+export function startTracing(
+  defaultName: string,
+  options: TracingOptions = {},
+  env: NodeJS.ProcessEnv = process.env,
+): TracingHandle | null {
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return null;
+  const processor = spanProcessor(env.OTEL_TRACES_EXPORTER, options.exporter);
+  if (!processor) return null;
+  const detected = detectResources({ detectors: [envDetector] });
+  const resource = resourceFromAttributes({ [ATTR_SERVICE_NAME]: defaultName }).merge(detected);
+  const provider = new NodeTracerProvider({ resource, spanProcessors: [processor] });
+  provider.register();
+  const unregister = registerInstrumentations({
+    tracerProvider: provider,
+    instrumentations: [
+      new PgInstrumentation({ requireParentSpan: true }),
+      new IORedisInstrumentation({ requireParentSpan: true }),
+    ],
+  });
+  const shutdown = async () => {
+    unregister();
+    await provider.shutdown();
+  };
+  setTracingShutdown(shutdown);
+  return { shutdown };
+}
+
+function spanProcessor(
+  name: string | undefined,
+  testExporter: SpanExporter | undefined,
+): SimpleSpanProcessor | BatchSpanProcessor | null {
+  if (testExporter) return new SimpleSpanProcessor(testExporter);
+  switch (name?.trim().toLowerCase()) {
+    case 'otlp':
+      return new BatchSpanProcessor(new OTLPTraceExporter());
+    case 'console':
+      return new BatchSpanProcessor(new ConsoleSpanExporter());
+    default:
+      // Unset, `none`, or an exporter this build does not ship: tracing stays off.
+      return null;
+  }
+}

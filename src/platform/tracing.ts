@@ -1,0 +1,63 @@
+import {
+  context,
+  SpanStatusCode,
+  trace,
+  type Context,
+  type Span,
+  type SpanOptions,
+} from '@opentelemetry/api';
+
+/**
+ * The service's tracer. A proxy: until start-tracing registers a provider (tracing off, the
+ * default) every span it starts is a non-recording no-op, which is what keeps tracing free when
+ * no exporter is configured.
+ */
+export const tracer = trace.getTracer('payments-service');
+
+/**
+ * Runs `fn` in a new active span (a child of `parent`, or of the active context), ends it when
+ * `fn` settles, and marks it as an error when `fn` rejects. The span is returned to `fn` for
+ * attributes.
+ */
+export function inSpan<T>(
+  name: string,
+  options: SpanOptions,
+  parent: Context | undefined,
+  fn: (span: Span) => Promise<T>,
+): Promise<T> {
+  return tracer.startActiveSpan(name, options, parent ?? context.active(), async (span) => {
+    try {
+      return await fn(span);
+    } catch (error) {
+      span.recordException(error instanceof Error ? error : String(error));
+      span.setStatus({ code: SpanStatusCode.ERROR });
+      throw error;
+    } finally {
+      span.end();
+    }
+  });
+}
+
+/** trace_id and span_id of the active span, for log lines; empty when no span is recording. */
+export function activeTraceIds(): { trace_id?: string; span_id?: string } {
+  const span = trace.getSpan(context.active());
+  if (!span) return {};
+  const { traceId, spanId, traceFlags } = span.spanContext();
+  // A sampled-out span has ids too; logging them would point at a trace that was never kept.
+  if ((traceFlags & 1) === 0) return {};
+  return { trace_id: traceId, span_id: spanId };
+}
+
+let stopProvider: (() => Promise<void>) | undefined;
+
+/** Called by start-tracing: how to flush and stop the provider it registered. */
+export function setTracingShutdown(stop: () => Promise<void>): void {
+  stopProvider = stop;
+}
+
+/** Flushes queued spans and stops tracing; a no-op when tracing is off. Never rejects. */
+export async function shutdownTracing(): Promise<void> {
+  const stop = stopProvider;
+  stopProvider = undefined;
+  await stop?.().catch(() => undefined);
+}

@@ -1,0 +1,112 @@
+import { randomBytes } from 'node:crypto';
+import { SpanKind } from '@opentelemetry/api';
+import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTracing, type TracingHandle } from '../../src/platform/start-tracing.js';
+import { activeTraceIds, inSpan } from '../../src/platform/tracing.js';
+import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
+import { eventually, readTopic } from '../support/settlement-harness.js';
+import { startTestPipeline } from '../support/test-pipeline.js';
+import { getJson, postPayment, type TestApi } from '../support/test-api.js';
+
+/** One payment's trace across the API, the outbox, Kafka and settlement (real SDK, in memory). */
+
+const exporter = new InMemorySpanExporter();
+let tracing: TracingHandle | null;
+let db: TestDatabase;
+let api: TestApi;
+
+beforeAll(async () => {
+  tracing = startTracing('payments-test', { exporter });
+  db = await createTestDatabase();
+  api = await startTestPipeline(db);
+});
+afterAll(async () => {
+  await api.close();
+  await db.drop();
+  await tracing?.shutdown();
+});
+
+function traceIdOf(traceparent: string | undefined): string | undefined {
+  return traceparent?.split('-')[1];
+}
+
+describe('tracing', () => {
+  it('when a payment is posted with a traceparent, then the API, relay, consumer, worker and acquirer spans are in that one trace and both events carry it', async () => {
+    expect(tracing).not.toBeNull();
+    const traceId = randomBytes(16).toString('hex');
+    const callerSpanId = randomBytes(8).toString('hex');
+    const { apiKey } = await api.merchant();
+    const created = await postPayment(api, {
+      apiKey,
+      body: { amount: 4200, currency: 'EUR' },
+      headers: { traceparent: `00-${traceId}-${callerSpanId}-01`, tracestate: 'vendor=abc' },
+    });
+    expect(created.status).toBe(202);
+    const id = created.json.id as string;
+    await eventually('settled', async () => {
+      const res = await getJson(api, `/payments/${id}`, apiKey);
+      return res.json.status === 'settled' ? true : undefined;
+    });
+
+    // Kafka: both records carry the trace, as headers and as envelope attributes.
+    const topic = api.platform.config.KAFKA_TOPIC_PAYMENTS;
+    const mine = (await readTopic(api.platform.kafka, topic, 2)).filter((r) => r.key === id);
+    expect(mine.map((r) => r.headers.ce_type)).toEqual(['payment.created', 'payment.settled']);
+    for (const record of mine) {
+      expect(traceIdOf(record.headers.ce_traceparent)).toBe(traceId);
+      const envelope = JSON.parse(record.value?.toString() ?? '{}') as { traceparent?: string };
+      expect(envelope.traceparent).toBe(record.headers.ce_traceparent);
+    }
+    expect(mine[0]?.headers.ce_tracestate).toBe('vendor=abc');
+
+    // The spans, all in the caller's trace.
+    const spans = await eventually('the whole trace', () => {
+      const inTrace = exporter
+        .getFinishedSpans()
+        .filter((s) => s.spanContext().traceId === traceId);
+      const sends = inTrace.filter((s) => s.name === `send ${topic}`);
+      const done = sends.length >= 2 && inTrace.some((s) => s.name === 'acquirer charge');
+      return Promise.resolve(done ? inTrace : undefined);
+    });
+    const one = (name: string, kind: SpanKind): ReadableSpan => {
+      const found = spans.filter((s) => s.name === name && s.kind === kind);
+      expect(found, name).toHaveLength(1);
+      return found[0] as ReadableSpan;
+    };
+    const parentOf = (span: ReadableSpan) => span.parentSpanContext?.spanId;
+    const server = one('POST /payments', SpanKind.SERVER);
+    const settle = one('settle payment', SpanKind.INTERNAL);
+    const acquirer = one('acquirer charge', SpanKind.CLIENT);
+    const consume = spans.filter((s) => s.name === `process ${topic}`);
+    const sends = spans.filter((s) => s.name === `send ${topic}`);
+
+    expect(parentOf(server)).toBe(callerSpanId);
+    expect(server.attributes['http.response.status_code']).toBe(202);
+    // payment.created: published and consumed as children of the POST's span.
+    const createdId = mine[0]?.headers.ce_id;
+    const sendCreated = sends.find((s) => s.attributes['messaging.message.id'] === createdId);
+    expect(parentOf(sendCreated as ReadableSpan)).toBe(server.spanContext().spanId);
+    const intake = consume.find((s) => s.attributes['settlement.outcome'] === 'accepted');
+    expect(intake?.kind).toBe(SpanKind.CONSUMER);
+    expect(parentOf(intake as ReadableSpan)).toBe(server.spanContext().spanId);
+    // The worker's attempt continues the payment.created context; the acquirer call is in it.
+    expect(parentOf(settle)).toBe(server.spanContext().spanId);
+    expect(parentOf(acquirer)).toBe(settle.spanContext().spanId);
+    expect(acquirer.attributes['acquirer.outcome']).toBe('approved');
+    // payment.settled carries the attempt's context: its publish is the attempt's child.
+    const settledId = mine[1]?.headers.ce_id;
+    const sendSettled = sends.find((s) => s.attributes['messaging.message.id'] === settledId);
+    expect(parentOf(sendSettled as ReadableSpan)).toBe(settle.spanContext().spanId);
+    expect(traceIdOf(mine[1]?.headers.ce_traceparent)).toBe(traceId);
+    expect(mine[1]?.headers.ce_traceparent?.split('-')[2]).toBe(settle.spanContext().spanId);
+  });
+
+  it('when a sampled span is active, then log lines get its trace_id and span_id (the logger mixin), and none outside', async () => {
+    const ids = await inSpan('logging', {}, undefined, (span) =>
+      Promise.resolve({ ...span.spanContext(), logged: activeTraceIds() }),
+    );
+    expect(ids.logged).toEqual({ trace_id: ids.traceId, span_id: ids.spanId });
+    expect(activeTraceIds()).toEqual({});
+  });
+});

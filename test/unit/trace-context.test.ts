@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest';
+import { toKafkaRecord } from '../../src/outbox/cloud-event.js';
+import { traceContextHeaders, traceContextOfEnvelope } from '../../src/outbox/trace-context.js';
+import { startTracing } from '../../src/platform/start-tracing.js';
+import { toDeadLetter } from '../../src/settlement/dead-letter.js';
+
+const TRACEPARENT = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+const event = {
+  eventId: '7d3f1c2e-8a4b-5c6d-9e0f-1a2b3c4d5e6f',
+  eventType: 'payment.created',
+  aggregateId: '0190d7a4-0000-7000-8000-000000000001',
+  data: { id: '0190d7a4-0000-7000-8000-000000000001' },
+  createdAt: new Date('2026-01-01T00:00:00Z'),
+};
+
+describe('trace context on Kafka records', () => {
+  it('when the row has a trace context, then the envelope and ce_ headers carry it, byte-identical on every call', () => {
+    const traced = { ...event, traceparent: TRACEPARENT, tracestate: 'vendor=abc' };
+    const record = toKafkaRecord(traced);
+    expect(record.headers.ce_traceparent).toBe(TRACEPARENT);
+    expect(record.headers.ce_tracestate).toBe('vendor=abc');
+    expect(traceContextOfEnvelope(record.value)).toEqual({
+      traceparent: TRACEPARENT,
+      tracestate: 'vendor=abc',
+    });
+    expect(toKafkaRecord(traced)).toEqual(record);
+  });
+
+  it('when the row has none, then the record has no trace attribute or header', () => {
+    const record = toKafkaRecord({ ...event, traceparent: null, tracestate: 'orphan=1' });
+    expect(Object.keys(record.headers).filter((h) => h.includes('trace'))).toEqual([]);
+    expect(record.value).not.toContain('trace');
+    expect(traceContextOfEnvelope(record.value)).toEqual({ traceparent: null, tracestate: null });
+  });
+
+  it('when a record is dead-lettered, then the dead letter keeps ce_traceparent', () => {
+    const value = toKafkaRecord({ ...event, traceparent: TRACEPARENT }).value;
+    const source = { topic: 'payments', partition: 0, offset: '7', key: 'k', value };
+    const reason = {
+      eventId: event.eventId,
+      errorClass: 'acquirer_timeout',
+      errorMessage: 'slow',
+      attempts: 5,
+      firstFailureAt: new Date(),
+      lastFailureAt: new Date(),
+    };
+    const dead = toDeadLetter(source, reason);
+    expect(dead.headers.ce_traceparent).toBe(TRACEPARENT);
+    expect(dead.value).toBe(value);
+    expect(traceContextHeaders('not json "traceparent"')).toEqual({});
+  });
+});
+
+describe('startTracing', () => {
+  it('when no exporter is configured or the SDK is disabled, then tracing stays off', () => {
+    expect(startTracing('t', {}, {})).toBeNull();
+    expect(startTracing('t', {}, { OTEL_TRACES_EXPORTER: 'none' })).toBeNull();
+    expect(
+      startTracing('t', {}, { OTEL_TRACES_EXPORTER: 'otlp', OTEL_SDK_DISABLED: 'true' }),
+    ).toBeNull();
+  });
+});
