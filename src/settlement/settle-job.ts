@@ -5,7 +5,7 @@ import { callAcquirer } from './call-acquirer.js';
 import { completeSettlement } from './complete-settlement.js';
 import { deadLetterJob, type PublishDeadLetter } from './dead-letter-job.js';
 import { scheduleSettlementRetry } from './schedule-settlement-retry.js';
-import type { ClaimedJob } from './settlement-repository.js';
+import type { ClaimedJob, Failure } from './settlement-repository.js';
 import type { SettlementRunCounts } from './settlement-run-counts.js';
 
 export interface SettleJobDeps {
@@ -22,15 +22,26 @@ export interface SettleJobDeps {
   afterCharge?: (job: ClaimedJob) => Promise<void>;
 }
 
+/** Why an exhausted job is dead-lettered when its last attempt recorded no failure. */
+const OUTCOME_LOST: Failure = {
+  errorClass: 'attempt_outcome_lost',
+  message: 'the last attempt ended without a recorded outcome (crash or lease expiry)',
+};
+
 /**
  * One claimed job: call the acquirer, then complete (settled or failed), schedule a retry, or,
- * once the attempts are exhausted, dead-letter.
+ * once the attempts are exhausted, dead-letter. A job claimed `exhausted` is dead-lettered
+ * without calling the acquirer: the attempt limit holds whatever failed after the last call.
  */
 export async function settleJob(
   deps: SettleJobDeps,
   job: ClaimedJob,
   counts: SettlementRunCounts,
 ): Promise<void> {
+  if (job.exhausted) {
+    await deadLetterJob(deps, job, job.lastFailure ?? OUTCOME_LOST, counts);
+    return;
+  }
   const answer = await callAcquirer(deps.acquirer, job, deps.acquirerTimeoutMs);
   await deps.afterCharge?.(job);
   if (answer.kind === 'final') {

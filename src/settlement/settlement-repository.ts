@@ -11,66 +11,18 @@ export interface SourceRecord {
   value: string;
 }
 
-export type AcceptOutcome = 'accepted' | 'duplicate' | 'revived' | 'unknown_payment';
-
-/**
- * Accepts a `payment.created` event in ONE transaction: the processed-event row (the dedup
- * key, I4), the pending -> processing transition, and the durable settlement job. A copy seen
- * before changes nothing, except that it revives a job that went to the dead-letter queue (that
- * is what `dlq:replay` relies on).
- */
-export async function acceptPaymentCreated(
-  pool: Pool,
-  eventId: string,
-  paymentId: string,
-  source: SourceRecord,
-): Promise<AcceptOutcome> {
-  return withTransaction(pool, async (client) => {
-    const fresh = await client.query(
-      `INSERT INTO processed_events (event_id, event_type, payment_id)
-       VALUES ($1, 'payment.created', $2) ON CONFLICT (event_id) DO NOTHING`,
-      [eventId, paymentId],
-    );
-    if (fresh.rowCount === 0) {
-      const revived = await client.query(
-        `UPDATE settlement_jobs
-            SET state = 'pending', attempts = 0, next_attempt_at = now(), locked_until = NULL
-          WHERE payment_id = $1 AND state = 'dead'`,
-        [paymentId],
-      );
-      return revived.rowCount === 1 ? 'revived' : 'duplicate';
-    }
-    const moved = await client.query(
-      `UPDATE payments SET status = 'processing', updated_at = now()
-        WHERE id = $1 AND status = 'pending'`,
-      [paymentId],
-    );
-    if (moved.rowCount === 0) {
-      const exists = await client.query('SELECT 1 FROM payments WHERE id = $1', [paymentId]);
-      // Not ours: roll back the dedup row so a replay after a fix is not swallowed.
-      if (exists.rowCount === 0) throw new UnknownPaymentError(paymentId);
-      // Already past pending (settled by an earlier life of this event): nothing to do.
-      return 'accepted';
-    }
-    await client.query(
-      `INSERT INTO settlement_jobs (payment_id, event_id, source_topic, source_partition,
-                                    source_offset, message_key, message_value)
-       VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (payment_id) DO NOTHING`,
-      [paymentId, eventId, source.topic, source.partition, source.offset, source.key, source.value],
-    );
-    return 'accepted';
-  }).catch((error: unknown) => {
-    if (error instanceof UnknownPaymentError) return 'unknown_payment' as const;
-    throw error;
-  });
-}
-
-class UnknownPaymentError extends Error {}
-
 export interface ClaimedJob {
   paymentId: string;
   eventId: string;
+  /** Acquirer attempts started, this one included (counted by the claim, before the call). */
   attempts: number;
+  /**
+   * Every attempt is used up and the last one's outcome never reached the database (a crash, a
+   * lease that ran out, a failed completion or dead-letter publish): dead-letter, do not call.
+   */
+  exhausted: boolean;
+  /** The failure recorded by the previous attempt, if any. */
+  lastFailure: Failure | null;
   amount: number;
   currency: string;
   source: string;
@@ -80,19 +32,25 @@ export interface ClaimedJob {
 }
 
 /**
- * Claims up to `limit` due jobs for `leaseMs` (FOR UPDATE SKIP LOCKED: several workers never
- * claim the same job) and counts the attempt. A worker that dies holding a job loses it when
- * the lease ends, and the job is retried.
+ * Claims up to `limit` due jobs for `leaseMs` in one statement (FOR UPDATE SKIP LOCKED: several
+ * workers never claim the same job) and counts the attempt durably before the acquirer is
+ * called. A job that has used `maxAttempts` already is claimed `exhausted` without counting: its
+ * worker dead-letters it and never calls the acquirer again. A worker that dies holding a job
+ * loses it when the lease ends, and the job is claimed again.
  */
 export async function claimDueJobs(
   db: Queryable,
   limit: number,
   leaseMs: number,
+  maxAttempts: number,
 ): Promise<ClaimedJob[]> {
   const { rows } = await db.query<{
     payment_id: string;
     event_id: string;
     attempts: number;
+    exhausted: boolean;
+    last_error_class: string | null;
+    last_error: string | null;
     amount: string;
     currency: string;
     source: string;
@@ -105,24 +63,30 @@ export async function claimDueJobs(
     message_value: string;
   }>(
     `UPDATE settlement_jobs j
-        SET attempts = j.attempts + 1,
+        SET attempts = CASE WHEN due.attempts < $3 THEN j.attempts + 1 ELSE j.attempts END,
             locked_until = now() + make_interval(secs => $2::double precision / 1000)
-       FROM (SELECT payment_id FROM settlement_jobs
+       FROM (SELECT payment_id, attempts FROM settlement_jobs
               WHERE state = 'pending' AND next_attempt_at <= now()
                 AND (locked_until IS NULL OR locked_until <= now())
               ORDER BY next_attempt_at LIMIT $1
               FOR UPDATE SKIP LOCKED) due,
             payments p
       WHERE j.payment_id = due.payment_id AND p.id = j.payment_id
-      RETURNING j.payment_id, j.event_id, j.attempts, p.amount, p.currency, p.source, p.created_at,
+      RETURNING j.payment_id, j.event_id, j.attempts, due.attempts >= $3 AS exhausted,
+                j.last_error_class, j.last_error, p.amount, p.currency, p.source, p.created_at,
                 j.first_failure_at, j.source_topic, j.source_partition, j.source_offset,
                 j.message_key, j.message_value`,
-    [limit, leaseMs],
+    [limit, leaseMs, maxAttempts],
   );
   return rows.map((row) => ({
     paymentId: row.payment_id,
     eventId: row.event_id,
     attempts: row.attempts,
+    exhausted: row.exhausted,
+    lastFailure:
+      row.last_error_class === null
+        ? null
+        : { errorClass: row.last_error_class, message: row.last_error ?? '' },
     amount: Number(row.amount),
     currency: row.currency,
     source: row.source,
@@ -203,6 +167,21 @@ export async function scheduleRetry(
             last_failure_at = now(), last_error_class = $3, last_error = $4
       WHERE payment_id = $1`,
     [paymentId, delayMs, failure.errorClass, failure.message.slice(0, 1_000)],
+  );
+}
+
+/** A failure after the acquirer answered: recorded for the dead letter, the lease kept. */
+export async function recordFailure(
+  db: Queryable,
+  paymentId: string,
+  failure: Failure,
+): Promise<void> {
+  await db.query(
+    `UPDATE settlement_jobs
+        SET first_failure_at = coalesce(first_failure_at, now()),
+            last_failure_at = now(), last_error_class = $2, last_error = $3
+      WHERE payment_id = $1`,
+    [paymentId, failure.errorClass, failure.message.slice(0, 1_000)],
   );
 }
 
