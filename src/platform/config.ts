@@ -110,9 +110,7 @@ export const configSchema = z.object({
   /** Partitions bound the consumer's parallelism: 12 lets one slow partition hold 1/12 of it. */
   KAFKA_TOPIC_PARTITIONS: integer(1, 1_000)
     .default(12)
-    .describe(
-      'Partitions of the payments and dead-letter topics when the service creates them (existing topics keep theirs).',
-    ),
+    .describe('Partitions of the payments and DLQ topics, when the service creates them.'),
   KAFKA_CONSUMER_GROUP: z
     .string()
     .min(1)
