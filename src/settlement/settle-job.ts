@@ -3,6 +3,7 @@ import type { Pool } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
 import { callAcquirer } from './call-acquirer.js';
 import { completeSettlement } from './complete-settlement.js';
+import type { CompletePayment } from './completion-batcher.js';
 import { deadLetterJob, type PublishDeadLetter } from './dead-letter-job.js';
 import { scheduleSettlementRetry } from './schedule-settlement-retry.js';
 import type { ClaimedJob, Failure } from './settlement-repository.js';
@@ -13,9 +14,10 @@ export interface SettleJobDeps {
   acquirer: Acquirer;
   publishDeadLetter: PublishDeadLetter;
   logger: Logger;
+  /** Records a final answer (grouped with others: completion-batcher). */
+  complete: CompletePayment;
   acquirerTimeoutMs: number;
   maxAttempts: number;
-  paymentsTopic: string;
   /** The wait before the next attempt, after `attempts` failed ones. */
   retryDelayMs: (attempts: number) => number;
   /** Fault injection for tests: runs after the acquirer answered, before the database commit. */
@@ -45,7 +47,7 @@ export async function settleJob(
   const answer = await callAcquirer(deps.acquirer, job, deps.acquirerTimeoutMs);
   await deps.afterCharge?.(job);
   if (answer.kind === 'final') {
-    await completeSettlement(deps.pool, job, answer.final, deps.paymentsTopic, counts);
+    await completeSettlement(deps.complete, job, answer.final, counts);
   } else if (job.attempts < deps.maxAttempts) {
     const delayMs = deps.retryDelayMs(job.attempts);
     await scheduleSettlementRetry(deps.pool, job, answer.failure, delayMs, counts);

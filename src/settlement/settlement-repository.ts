@@ -104,46 +104,73 @@ export async function claimDueJobs(
 
 export type FinalStatus = { status: 'settled' } | { status: 'failed'; failureCode: string };
 
+/** One payment's acquirer answer, to be recorded. */
+export interface Completion {
+  paymentId: string;
+  final: FinalStatus;
+}
+
 /**
- * The terminal transition, exactly once (I4): processing -> settled | failed only if still
- * processing, its result event into the outbox, and the job removed, in one transaction.
- * Returns false when another worker got there first (nothing written).
+ * The terminal transitions of a group of payments, exactly once each (I4), in ONE transaction
+ * with one multi-row statement per step: processing -> settled | failed only where still
+ * processing, a result event into the outbox for each row that changed (same transaction as
+ * its status), and the jobs removed. Returns the payments it moved; one another worker already
+ * completed is left alone (no second event).
  */
-export async function completePayment(
+export async function completePayments(
   pool: Pool,
-  paymentId: string,
-  final: FinalStatus,
+  completions: readonly Completion[],
   topic: string,
   now: Date,
-): Promise<boolean> {
+): Promise<Set<string>> {
+  const byPayment = new Map(completions.map((c) => [c.paymentId, c.final]));
+  if (byPayment.size === 0) return new Set();
+  const ids = [...byPayment.keys()].sort();
   return withTransaction(pool, async (client) => {
-    const failureCode = final.status === 'failed' ? final.failureCode : null;
     const { rows } = await client.query<PaymentRow>(
-      `UPDATE payments SET status = $2, failure_code = $3, updated_at = $4
-        WHERE id = $1 AND status = 'processing'
-       RETURNING id, amount, currency, source, description, metadata, status, failure_code,
-                 created_at`,
-      [paymentId, final.status, failureCode, now],
+      `UPDATE payments p SET status = d.status, failure_code = d.failure_code, updated_at = $4
+         FROM unnest($1::uuid[], $2::text[], $3::text[]) AS d(id, status, failure_code)
+        WHERE p.id = d.id AND p.status = 'processing'
+       RETURNING p.id, p.amount, p.currency, p.source, p.description, p.metadata, p.status,
+                 p.failure_code, p.created_at`,
+      [
+        ids,
+        ids.map((id) => byPayment.get(id)?.status),
+        ids.map((id) => {
+          const final = byPayment.get(id);
+          return final?.status === 'failed' ? final.failureCode : null;
+        }),
+        now,
+      ],
     );
-    const row = rows[0];
-    if (row) {
-      const type: PaymentEventType =
-        final.status === 'settled' ? 'payment.settled' : 'payment.failed';
+    if (rows.length > 0) {
+      const events = rows.map((row) => {
+        const type: PaymentEventType =
+          row.status === 'settled' ? 'payment.settled' : 'payment.failed';
+        return {
+          eventId: paymentEventId(row.id, type),
+          type,
+          paymentId: row.id,
+          data: JSON.stringify(toPaymentResource(row)),
+        };
+      });
       await client.query(
         `INSERT INTO outbox (event_id, event_type, aggregate_id, topic, data, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6)`,
+         SELECT e.event_id, e.event_type, e.aggregate_id, $4, e.data, $5
+           FROM unnest($1::uuid[], $2::text[], $3::uuid[], $6::jsonb[])
+                AS e(event_id, event_type, aggregate_id, data)`,
         [
-          paymentEventId(paymentId, type),
-          type,
-          paymentId,
+          events.map((e) => e.eventId),
+          events.map((e) => e.type),
+          events.map((e) => e.paymentId),
           topic,
-          JSON.stringify(toPaymentResource(row)),
           now,
+          events.map((e) => e.data),
         ],
       );
     }
-    await client.query('DELETE FROM settlement_jobs WHERE payment_id = $1', [paymentId]);
-    return row !== undefined;
+    await client.query('DELETE FROM settlement_jobs WHERE payment_id = ANY($1::uuid[])', [ids]);
+    return new Set(rows.map((row) => row.id));
   });
 }
 

@@ -6,9 +6,11 @@ import { fullJitterDelay } from '../platform/backoff.js';
 import type { DeadLetterReason } from './dead-letter.js';
 import { sendDeadLetter, type PublishDeadLetter } from './dead-letter-job.js';
 import { settleJob, type SettleJobDeps } from './settle-job.js';
+import { createCompletionBatcher } from './completion-batcher.js';
 import { createSettlementLoop } from './settlement-loop.js';
 import {
   claimDueJobs,
+  completePayments,
   nextDueAt,
   recordFailure,
   type ClaimedJob,
@@ -49,9 +51,11 @@ function settleJobDeps(deps: WorkerDeps): SettleJobDeps {
     acquirer: deps.acquirer,
     publishDeadLetter: deps.publishDeadLetter,
     logger: deps.logger,
+    complete: createCompletionBatcher((completions) =>
+      completePayments(deps.pool, completions, config.KAFKA_TOPIC_PAYMENTS, new Date()),
+    ),
     acquirerTimeoutMs: config.ACQUIRER_TIMEOUT_MS,
     maxAttempts: config.SETTLEMENT_MAX_ATTEMPTS,
-    paymentsTopic: config.KAFKA_TOPIC_PAYMENTS,
     retryDelayMs: (attempts) =>
       fullJitterDelay(
         attempts,
