@@ -107,6 +107,10 @@ export const configSchema = z.object({
   KAFKA_TOPIC_DLQ: topicName
     .default('payments.settlement.dlq')
     .describe('Topic of settlement dead letters.'),
+  /** Partitions bound the consumer's parallelism: 12 lets one slow partition hold 1/12 of it. */
+  KAFKA_TOPIC_PARTITIONS: integer(1, 1_000)
+    .default(12)
+    .describe('Partitions of the payments and DLQ topics, when the service creates them.'),
   KAFKA_CONSUMER_GROUP: z
     .string()
     .min(1)
@@ -198,6 +202,14 @@ export const configSchema = z.object({
   SETTLEMENT_CONCURRENCY: integer(1, 1_000)
     .default(16)
     .describe('Acquirer calls in flight per settlement process.'),
+  /** Batches of this many partitions are recorded at once; each is one short transaction. */
+  SETTLEMENT_CONSUMER_PARTITIONS: integer(1, 1_000)
+    .default(6)
+    .describe('Partitions whose batches the settlement consumer records at once.'),
+  /** A few hundred rows per statement amortise the commit; more only lengthens the transaction. */
+  SETTLEMENT_INTAKE_BATCH_MAX: integer(1, 10_000)
+    .default(500)
+    .describe('Most records the settlement consumer records in one transaction.'),
   /** Fallback poll for due retries; new work wakes the worker at once. */
   SETTLEMENT_POLL_MS: integer(10, 60_000)
     .default(500)

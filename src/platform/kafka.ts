@@ -4,6 +4,7 @@ import {
   Partitioners,
   type Admin,
   type Consumer,
+  type KafkaMessage,
   type LogEntry,
   type Producer,
 } from 'kafkajs';
@@ -185,20 +186,75 @@ export async function consume(
   await consumer.run({
     partitionsConsumedConcurrently,
     eachMessage: async ({ topic, partition, message }) => {
-      await handle({
-        topic,
-        partition,
-        offset: message.offset,
-        key: message.key?.toString() ?? null,
-        value: message.value,
-        headers: Object.fromEntries(
-          Object.entries(message.headers ?? {}).flatMap(([name, header]) =>
-            header === undefined ? [] : [[name, header.toString()]],
-          ),
-        ),
-      });
+      await handle(toConsumedRecord(topic, partition, message));
     },
   });
+}
+
+/** Consecutive records of one partition, in order. */
+export interface ConsumedBatch {
+  topic: string;
+  partition: number;
+  records: ConsumedRecord[];
+}
+
+export interface BatchOptions {
+  /** Partitions whose batches are handled at once (kafkajs' partitionsConsumedConcurrently). */
+  partitionsConsumedConcurrently: number;
+  /** A fetched batch is handed over in slices of at most this many records. */
+  maxRecords: number;
+}
+
+/**
+ * Runs `handle` for batches of records of `topics`: up to `partitionsConsumedConcurrently`
+ * partitions at once, each in order. A slice's offsets are resolved only after `handle`
+ * resolved for it (then committed, and the member heartbeats): if `handle` throws, nothing of
+ * that slice is resolved and kafkajs delivers it again from its first record. A slice is never
+ * started once the consumer stops or the partition was reassigned. A new group starts from the
+ * earliest offset.
+ */
+export async function consumeBatches(
+  consumer: Consumer,
+  topics: readonly string[],
+  handle: (batch: ConsumedBatch) => Promise<void>,
+  options: BatchOptions,
+): Promise<void> {
+  await consumer.subscribe({ topics: [...topics], fromBeginning: true });
+  await consumer.run({
+    partitionsConsumedConcurrently: options.partitionsConsumedConcurrently,
+    eachBatchAutoResolve: false,
+    // kafkajs' payload functions are closures that do not use `this`.
+    eachBatch: async (payload) => {
+      const { batch } = payload;
+      const { topic, partition } = batch;
+      const records = batch.messages.map((message) => toConsumedRecord(topic, partition, message));
+      for (let start = 0; start < records.length; start += options.maxRecords) {
+        if (!payload.isRunning() || payload.isStale()) return;
+        const slice = records.slice(start, start + options.maxRecords);
+        const last = slice.at(-1);
+        if (!last) return;
+        await handle({ topic, partition, records: slice });
+        payload.resolveOffset(last.offset);
+        await payload.commitOffsetsIfNecessary();
+        await payload.heartbeat();
+      }
+    },
+  });
+}
+
+function toConsumedRecord(topic: string, partition: number, message: KafkaMessage): ConsumedRecord {
+  return {
+    topic,
+    partition,
+    offset: message.offset,
+    key: message.key?.toString() ?? null,
+    value: message.value,
+    headers: Object.fromEntries(
+      Object.entries(message.headers ?? {}).flatMap(([name, header]) =>
+        header === undefined ? [] : [[name, header.toString()]],
+      ),
+    ),
+  };
 }
 
 /**

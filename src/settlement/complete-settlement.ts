@@ -1,17 +1,17 @@
-import type { Pool } from '../platform/db.js';
-import { completePayment, type ClaimedJob, type FinalStatus } from './settlement-repository.js';
+import { currentTraceContext } from '../outbox/trace-context.js';
+import type { CompletePayment } from './completion-batcher.js';
+import type { ClaimedJob, FinalStatus } from './settlement-repository.js';
 import { settlementMetrics } from './settlement-metrics.js';
 import type { SettlementRunCounts } from './settlement-run-counts.js';
 
 /** Records the acquirer's final answer (settled or failed) and counts it if it changed the row. */
 export async function completeSettlement(
-  pool: Pool,
+  complete: CompletePayment,
   job: ClaimedJob,
   final: FinalStatus,
-  paymentsTopic: string,
   counts: SettlementRunCounts,
 ): Promise<void> {
-  const changed = await completePayment(pool, job.paymentId, final, paymentsTopic, new Date());
+  const changed = await complete({ paymentId: job.paymentId, final, trace: currentTraceContext() });
   if (!changed) return;
   settlementMetrics.completed.inc({ status: final.status });
   settlementMetrics.settleLatency.observe((Date.now() - job.paymentCreatedAt.getTime()) / 1000);

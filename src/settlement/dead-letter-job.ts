@@ -3,6 +3,7 @@ import type { Logger } from '../platform/logger.js';
 import { toDeadLetter, type DeadLetterReason } from './dead-letter.js';
 import {
   markDead,
+  scheduleRetry,
   type ClaimedJob,
   type Failure,
   type SourceRecord,
@@ -25,22 +26,38 @@ export async function sendDeadLetter(
 
 /**
  * Retries exhausted: publish first, then mark dead. A crash in between re-claims the job after
- * its lease and publishes again (same event id): at least once, never lost.
+ * its lease and publishes again (same event id): at least once, never lost. A publish that
+ * fails (broker down) records the acquirer's failure and tries again after a backoff; the job
+ * is then claimed `exhausted`, so the acquirer is not called again.
  */
 export async function deadLetterJob(
-  deps: { pool: Pool; publishDeadLetter: PublishDeadLetter; logger: Logger },
+  deps: {
+    pool: Pool;
+    publishDeadLetter: PublishDeadLetter;
+    logger: Logger;
+    retryDelayMs: (attempts: number) => number;
+  },
   job: ClaimedJob,
   failure: Failure,
   counts: SettlementRunCounts,
 ): Promise<void> {
   const times = { firstFailureAt: job.firstFailureAt ?? new Date(), lastFailureAt: new Date() };
-  await sendDeadLetter(deps.publishDeadLetter, job.record, {
-    eventId: job.eventId,
-    errorClass: failure.errorClass,
-    errorMessage: failure.message,
-    attempts: job.attempts,
-    ...times,
-  });
+  try {
+    await sendDeadLetter(deps.publishDeadLetter, job.record, {
+      eventId: job.eventId,
+      errorClass: failure.errorClass,
+      errorMessage: failure.message,
+      attempts: job.attempts,
+      ...times,
+    });
+  } catch (error) {
+    deps.logger.warn(
+      { err: error, payment_id: job.paymentId },
+      'dead-letter publish failed; retrying later without calling the acquirer',
+    );
+    await scheduleRetry(deps.pool, job.paymentId, failure, deps.retryDelayMs(job.attempts));
+    return;
+  }
   await markDead(deps.pool, job.paymentId, failure);
   counts.deadLettered++;
   deps.logger.warn(

@@ -19,6 +19,13 @@ export const DLQ_HEADERS = {
   lastFailureAt: 'dlq_last_failure_at',
 } as const;
 
+/**
+ * Set by `dlq:replay` on the records it puts back on the payments topic: one random token per
+ * replay run. Only a copy carrying a token its dead job has not seen revives the job; a stray
+ * duplicate of `payment.created` never does (record 45).
+ */
+export const REPLAY_TOKEN_HEADER = 'dlq_replay_token';
+
 export interface DeadLetterReason {
   eventId: string | null;
   errorClass: string;

@@ -1,8 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import type { Admin, KafkaClient, ProducerRecord } from '../platform/kafka.js';
 import { consume, createConsumer, createIdempotentProducer, publish } from '../platform/kafka.js';
 import type { Logger } from '../platform/logger.js';
 import { traceContextHeaders } from '../outbox/trace-context.js';
-import { DLQ_HEADERS } from './dead-letter.js';
+import { DLQ_HEADERS, REPLAY_TOKEN_HEADER } from './dead-letter.js';
 
 export interface ReplayRequest {
   dlqTopic: string;
@@ -21,8 +22,9 @@ export interface ReplayResult {
 
 /**
  * Re-publishes dead letters to their original topic, unchanged: same key, same value, so the
- * same event id. Settlement then treats the copy as a duplicate of an event it has seen, which
- * revives the dead job (and is a no-op for a payment already settled). Reads the dead-letter
+ * same event id, plus a replay token header (one per run). Settlement then treats the copy as a
+ * duplicate of an event it has seen; the token revives the dead job once (and is a no-op for a
+ * payment already settled). A duplicate without a token never revives anything. Reads the dead-letter
  * topic from the beginning up to its end at the time of the call; each event id is replayed
  * once however many dead letters it has.
  */
@@ -33,7 +35,7 @@ export async function replayDeadLetters(
   logger: Logger,
 ): Promise<ReplayResult> {
   const result: ReplayResult = { scanned: 0, replayed: [], skippedWithoutEventId: 0 };
-  const chosen = await chooseDeadLetters(kafka, admin, request, result);
+  const chosen = await chooseDeadLetters(kafka, admin, request, result, randomUUID());
   await republish(kafka, chosen);
   result.replayed = [...chosen.keys()];
   logger.info(
@@ -54,6 +56,7 @@ async function chooseDeadLetters(
   admin: Admin,
   request: ReplayRequest,
   result: ReplayResult,
+  replayToken: string,
 ): Promise<Map<string, ChosenRecord>> {
   const ends = await admin.fetchTopicOffsets(request.dlqTopic);
   const remaining = new Map(
@@ -74,7 +77,11 @@ async function chooseDeadLetters(
           const value = record.value?.toString() ?? '';
           chosen.set(eventId, {
             topic: headers[DLQ_HEADERS.originalTopic] ?? request.mainTopic,
-            record: { key: record.key ?? '', value, headers: cloudEventHeaders(value, eventId) },
+            record: {
+              key: record.key ?? '',
+              value,
+              headers: { ...cloudEventHeaders(value, eventId), [REPLAY_TOKEN_HEADER]: replayToken },
+            },
           });
         }
         const end = remaining.get(record.partition);

@@ -1,10 +1,12 @@
 import type { Pool } from '../platform/db.js';
-import type { ConsumedRecord } from '../platform/kafka.js';
+import type { ConsumedBatch, ConsumedRecord } from '../platform/kafka.js';
 import type { Logger } from '../platform/logger.js';
-import { parsePaymentEvent, type ParsedEvent } from './payment-event.js';
-import { acceptPaymentCreated, type SourceRecord } from './settlement-repository.js';
+import { REPLAY_TOKEN_HEADER } from './dead-letter.js';
+import { parsePaymentEvent } from './payment-event.js';
+import { recordCreatedEvents, type CreatedEvent } from './record-created-events.js';
+import type { SourceRecord } from './settlement-repository.js';
 import { settlementMetrics } from './settlement-metrics.js';
-import { inConsumeSpan } from './settlement-spans.js';
+import { failSpan, startConsumeSpan } from './settlement-spans.js';
 import type { SettlementWorker } from './settlement-worker.js';
 
 export type HandleOutcome = 'accepted' | 'duplicate' | 'revived' | 'ignored' | 'dead_lettered';
@@ -15,63 +17,107 @@ interface HandlerDeps {
   logger: Logger;
 }
 
+interface Poison {
+  source: SourceRecord;
+  eventId: string | null;
+  errorClass: string;
+  message: string;
+}
+
 /**
- * What the settlement consumer does with one record of the payments topic. It only records the
- * work (dedup + processing + durable job, one transaction) and wakes the worker; it never calls
- * the acquirer or sleeps, so a slow or failing acquirer never blocks a partition. Poison
- * records go to the dead-letter topic at once and the partition moves on.
+ * What the settlement consumer does with a batch of records of one partition. It only records
+ * the work, all of the batch's `payment.created` events in ONE transaction (dedup rows,
+ * processing, durable jobs: record-created-events), and wakes the worker; it never calls the
+ * acquirer or sleeps, so a slow or failing acquirer never blocks a partition. Poison records go
+ * to the dead-letter topic with the batch, not ahead of it or instead of it. The caller resolves
+ * the batch's offsets only after this resolved: a batch whose transaction or dead letters
+ * failed is redelivered whole, and dedup makes the redelivery record everything once.
  */
 export function createSettlementHandler(deps: HandlerDeps) {
-  const handle = async function handle(record: ConsumedRecord): Promise<HandleOutcome> {
-    const source: SourceRecord = {
-      topic: record.topic,
-      partition: record.partition,
-      offset: record.offset,
-      key: record.key,
-      value: record.value?.toString() ?? '',
-    };
-    const outcome = await acceptEvent(deps, source, parsePaymentEvent(record.value));
-    settlementMetrics.consumed.inc({ outcome });
-    return outcome;
+  const handleBatch = async function handleBatch(batch: ConsumedBatch): Promise<HandleOutcome[]> {
+    const outcomes: HandleOutcome[] = [];
+    const created: { index: number; event: CreatedEvent }[] = [];
+    const poison: Poison[] = [];
+    for (const record of batch.records) {
+      const source = toSource(record);
+      const event = parsePaymentEvent(record.value);
+      if (event.kind === 'poison') {
+        poison.push({
+          source,
+          eventId: null,
+          errorClass: event.errorClass,
+          message: event.message,
+        });
+        outcomes.push('dead_lettered');
+      } else if (event.kind === 'ignored') {
+        outcomes.push('ignored');
+      } else {
+        created.push({
+          index: outcomes.length,
+          event: {
+            eventId: event.eventId,
+            paymentId: event.payment.id,
+            replayToken: record.headers[REPLAY_TOKEN_HEADER] ?? null,
+            source,
+          },
+        });
+        outcomes.push('accepted');
+      }
+    }
+    const recorded = await recordCreatedEvents(
+      deps.pool,
+      created.map(({ event }) => event),
+    );
+    created.forEach(({ index, event }, i) => {
+      const outcome = recorded[i] ?? 'duplicate';
+      if (outcome === 'unknown_payment') {
+        const message = `no payment ${event.paymentId}`;
+        poison.push({ source: event.source, eventId: event.eventId, errorClass: outcome, message });
+        outcomes[index] = 'dead_lettered';
+      } else {
+        outcomes[index] = outcome;
+      }
+    });
+    await Promise.all(poison.map((letter) => deadLetterPoison(deps, letter)));
+    if (outcomes.some((outcome) => outcome === 'accepted' || outcome === 'revived')) {
+      deps.worker.wake();
+    }
+    for (const outcome of outcomes) {
+      settlementMetrics.consumed.inc({ outcome });
+      if (outcome === 'duplicate') settlementMetrics.deduplicated.inc();
+    }
+    return outcomes;
   };
   // Each record in its own CONSUMER span, continuing the record's trace (settlement-spans).
-  return (record: ConsumedRecord): Promise<HandleOutcome> =>
-    inConsumeSpan(record, async (span) => {
-      const outcome = await handle(record);
-      span.setAttribute('settlement.outcome', outcome);
-      return outcome;
-    });
+  // Each record in its own CONSUMER span, continuing the record's trace (settlement-spans),
+  // open for as long as its batch is being recorded.
+  return async (batch: ConsumedBatch): Promise<HandleOutcome[]> => {
+    const spans = batch.records.map(startConsumeSpan);
+    try {
+      const outcomes = await handleBatch(batch);
+      spans.forEach((span, i) => span.setAttribute('settlement.outcome', outcomes[i] ?? 'unknown'));
+      return outcomes;
+    } catch (error) {
+      for (const span of spans) failSpan(span, error);
+      throw error;
+    } finally {
+      for (const span of spans) span.end();
+    }
+  };
 }
 
-/** Records the job of a `payment.created` event; dead-letters what cannot be one. */
-async function acceptEvent(
-  deps: HandlerDeps,
-  source: SourceRecord,
-  event: ParsedEvent,
-): Promise<HandleOutcome> {
-  if (event.kind === 'poison') {
-    await deadLetterPoison(deps, source, null, event.errorClass, event.message);
-    return 'dead_lettered';
-  }
-  if (event.kind === 'ignored') return 'ignored';
-  const accepted = await acceptPaymentCreated(deps.pool, event.eventId, event.payment.id, source);
-  if (accepted === 'unknown_payment') {
-    const message = `no payment ${event.payment.id}`;
-    await deadLetterPoison(deps, source, event.eventId, 'unknown_payment', message);
-    return 'dead_lettered';
-  }
-  if (accepted === 'duplicate') settlementMetrics.deduplicated.inc();
-  else deps.worker.wake();
-  return accepted;
+function toSource(record: ConsumedRecord): SourceRecord {
+  return {
+    topic: record.topic,
+    partition: record.partition,
+    offset: record.offset,
+    key: record.key,
+    value: record.value?.toString() ?? '',
+  };
 }
 
-async function deadLetterPoison(
-  deps: HandlerDeps,
-  source: SourceRecord,
-  eventId: string | null,
-  errorClass: string,
-  message: string,
-): Promise<void> {
+async function deadLetterPoison(deps: HandlerDeps, poison: Poison): Promise<void> {
+  const { source, eventId, errorClass, message } = poison;
   const now = new Date();
   deps.logger.warn(
     {

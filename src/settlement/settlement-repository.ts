@@ -1,5 +1,5 @@
 import { paymentEventId, type PaymentEventType } from '../outbox/event-id.js';
-import { currentTraceContext } from '../outbox/trace-context.js';
+import type { TraceContext } from '../outbox/trace-context.js';
 import { withTransaction, type Pool, type Queryable } from '../platform/db.js';
 import { toPaymentResource, type PaymentRow } from '../payments/payment-resource.js';
 
@@ -12,66 +12,18 @@ export interface SourceRecord {
   value: string;
 }
 
-export type AcceptOutcome = 'accepted' | 'duplicate' | 'revived' | 'unknown_payment';
-
-/**
- * Accepts a `payment.created` event in ONE transaction: the processed-event row (the dedup
- * key, I4), the pending -> processing transition, and the durable settlement job. A copy seen
- * before changes nothing, except that it revives a job that went to the dead-letter queue (that
- * is what `dlq:replay` relies on).
- */
-export async function acceptPaymentCreated(
-  pool: Pool,
-  eventId: string,
-  paymentId: string,
-  source: SourceRecord,
-): Promise<AcceptOutcome> {
-  return withTransaction(pool, async (client) => {
-    const fresh = await client.query(
-      `INSERT INTO processed_events (event_id, event_type, payment_id)
-       VALUES ($1, 'payment.created', $2) ON CONFLICT (event_id) DO NOTHING`,
-      [eventId, paymentId],
-    );
-    if (fresh.rowCount === 0) {
-      const revived = await client.query(
-        `UPDATE settlement_jobs
-            SET state = 'pending', attempts = 0, next_attempt_at = now(), locked_until = NULL
-          WHERE payment_id = $1 AND state = 'dead'`,
-        [paymentId],
-      );
-      return revived.rowCount === 1 ? 'revived' : 'duplicate';
-    }
-    const moved = await client.query(
-      `UPDATE payments SET status = 'processing', updated_at = now()
-        WHERE id = $1 AND status = 'pending'`,
-      [paymentId],
-    );
-    if (moved.rowCount === 0) {
-      const exists = await client.query('SELECT 1 FROM payments WHERE id = $1', [paymentId]);
-      // Not ours: roll back the dedup row so a replay after a fix is not swallowed.
-      if (exists.rowCount === 0) throw new UnknownPaymentError(paymentId);
-      // Already past pending (settled by an earlier life of this event): nothing to do.
-      return 'accepted';
-    }
-    await client.query(
-      `INSERT INTO settlement_jobs (payment_id, event_id, source_topic, source_partition,
-                                    source_offset, message_key, message_value)
-       VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (payment_id) DO NOTHING`,
-      [paymentId, eventId, source.topic, source.partition, source.offset, source.key, source.value],
-    );
-    return 'accepted';
-  }).catch((error: unknown) => {
-    if (error instanceof UnknownPaymentError) return 'unknown_payment' as const;
-    throw error;
-  });
-}
-
-class UnknownPaymentError extends Error {}
-
 export interface ClaimedJob {
   paymentId: string;
   eventId: string;
+  /** Acquirer attempts started, this one included (counted by the claim, before the call). */
   attempts: number;
+  /**
+   * Every attempt is used up and the last one's outcome never reached the database (a crash, a
+   * lease that ran out, a failed completion or dead-letter publish): dead-letter, do not call.
+   */
+  exhausted: boolean;
+  /** The failure recorded by the previous attempt, if any. */
+  lastFailure: Failure | null;
   amount: number;
   currency: string;
   source: string;
@@ -81,19 +33,25 @@ export interface ClaimedJob {
 }
 
 /**
- * Claims up to `limit` due jobs for `leaseMs` (FOR UPDATE SKIP LOCKED: several workers never
- * claim the same job) and counts the attempt. A worker that dies holding a job loses it when
- * the lease ends, and the job is retried.
+ * Claims up to `limit` due jobs for `leaseMs` in one statement (FOR UPDATE SKIP LOCKED: several
+ * workers never claim the same job) and counts the attempt durably before the acquirer is
+ * called. A job that has used `maxAttempts` already is claimed `exhausted` without counting: its
+ * worker dead-letters it and never calls the acquirer again. A worker that dies holding a job
+ * loses it when the lease ends, and the job is claimed again.
  */
 export async function claimDueJobs(
   db: Queryable,
   limit: number,
   leaseMs: number,
+  maxAttempts: number,
 ): Promise<ClaimedJob[]> {
   const { rows } = await db.query<{
     payment_id: string;
     event_id: string;
     attempts: number;
+    exhausted: boolean;
+    last_error_class: string | null;
+    last_error: string | null;
     amount: string;
     currency: string;
     source: string;
@@ -106,24 +64,30 @@ export async function claimDueJobs(
     message_value: string;
   }>(
     `UPDATE settlement_jobs j
-        SET attempts = j.attempts + 1,
+        SET attempts = CASE WHEN due.attempts < $3 THEN j.attempts + 1 ELSE j.attempts END,
             locked_until = now() + make_interval(secs => $2::double precision / 1000)
-       FROM (SELECT payment_id FROM settlement_jobs
+       FROM (SELECT payment_id, attempts FROM settlement_jobs
               WHERE state = 'pending' AND next_attempt_at <= now()
                 AND (locked_until IS NULL OR locked_until <= now())
               ORDER BY next_attempt_at LIMIT $1
               FOR UPDATE SKIP LOCKED) due,
             payments p
       WHERE j.payment_id = due.payment_id AND p.id = j.payment_id
-      RETURNING j.payment_id, j.event_id, j.attempts, p.amount, p.currency, p.source, p.created_at,
+      RETURNING j.payment_id, j.event_id, j.attempts, due.attempts >= $3 AS exhausted,
+                j.last_error_class, j.last_error, p.amount, p.currency, p.source, p.created_at,
                 j.first_failure_at, j.source_topic, j.source_partition, j.source_offset,
                 j.message_key, j.message_value`,
-    [limit, leaseMs],
+    [limit, leaseMs, maxAttempts],
   );
   return rows.map((row) => ({
     paymentId: row.payment_id,
     eventId: row.event_id,
     attempts: row.attempts,
+    exhausted: row.exhausted,
+    lastFailure:
+      row.last_error_class === null
+        ? null
+        : { errorClass: row.last_error_class, message: row.last_error ?? '' },
     amount: Number(row.amount),
     currency: row.currency,
     source: row.source,
@@ -141,51 +105,81 @@ export async function claimDueJobs(
 
 export type FinalStatus = { status: 'settled' } | { status: 'failed'; failureCode: string };
 
+/** One payment's acquirer answer, to be recorded. */
+export interface Completion {
+  paymentId: string;
+  final: FinalStatus;
+  /** The settlement attempt's span: the result event continues the payment's trace. */
+  trace?: TraceContext;
+}
+
 /**
- * The terminal transition, exactly once (I4): processing -> settled | failed only if still
- * processing, its result event into the outbox, and the job removed, in one transaction.
- * Returns false when another worker got there first (nothing written).
+ * The terminal transitions of a group of payments, exactly once each (I4), in ONE transaction
+ * with one multi-row statement per step: processing -> settled | failed only where still
+ * processing, a result event into the outbox for each row that changed (same transaction as
+ * its status), and the jobs removed. Returns the payments it moved; one another worker already
+ * completed is left alone (no second event).
  */
-export async function completePayment(
+export async function completePayments(
   pool: Pool,
-  paymentId: string,
-  final: FinalStatus,
+  completions: readonly Completion[],
   topic: string,
   now: Date,
-): Promise<boolean> {
+): Promise<Set<string>> {
+  const byPayment = new Map(completions.map((c) => [c.paymentId, c.final]));
+  const traceOf = new Map(completions.map((c) => [c.paymentId, c.trace]));
+  if (byPayment.size === 0) return new Set();
+  const ids = [...byPayment.keys()].sort();
   return withTransaction(pool, async (client) => {
-    const failureCode = final.status === 'failed' ? final.failureCode : null;
     const { rows } = await client.query<PaymentRow>(
-      `UPDATE payments SET status = $2, failure_code = $3, updated_at = $4
-        WHERE id = $1 AND status = 'processing'
-       RETURNING id, amount, currency, source, description, metadata, status, failure_code,
-                 created_at`,
-      [paymentId, final.status, failureCode, now],
+      `UPDATE payments p SET status = d.status, failure_code = d.failure_code, updated_at = $4
+         FROM unnest($1::uuid[], $2::text[], $3::text[]) AS d(id, status, failure_code)
+        WHERE p.id = d.id AND p.status = 'processing'
+       RETURNING p.id, p.amount, p.currency, p.source, p.description, p.metadata, p.status,
+                 p.failure_code, p.created_at`,
+      [
+        ids,
+        ids.map((id) => byPayment.get(id)?.status),
+        ids.map((id) => {
+          const final = byPayment.get(id);
+          return final?.status === 'failed' ? final.failureCode : null;
+        }),
+        now,
+      ],
     );
-    const row = rows[0];
-    if (row) {
-      const type: PaymentEventType =
-        final.status === 'settled' ? 'payment.settled' : 'payment.failed';
-      // The settlement attempt's span: the result event continues the payment's trace.
-      const trace = currentTraceContext();
+    if (rows.length > 0) {
+      const events = rows.map((row) => {
+        const type: PaymentEventType =
+          row.status === 'settled' ? 'payment.settled' : 'payment.failed';
+        return {
+          eventId: paymentEventId(row.id, type),
+          type,
+          paymentId: row.id,
+          data: JSON.stringify(toPaymentResource(row)),
+          trace: traceOf.get(row.id),
+        };
+      });
       await client.query(
         `INSERT INTO outbox (event_id, event_type, aggregate_id, topic, data, created_at,
                              traceparent, tracestate)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+         SELECT e.event_id, e.event_type, e.aggregate_id, $4, e.data, $5, e.traceparent,
+                e.tracestate
+           FROM unnest($1::uuid[], $2::text[], $3::uuid[], $6::jsonb[], $7::text[], $8::text[])
+                AS e(event_id, event_type, aggregate_id, data, traceparent, tracestate)`,
         [
-          paymentEventId(paymentId, type),
-          type,
-          paymentId,
+          events.map((e) => e.eventId),
+          events.map((e) => e.type),
+          events.map((e) => e.paymentId),
           topic,
-          JSON.stringify(toPaymentResource(row)),
           now,
-          trace.traceparent,
-          trace.tracestate,
+          events.map((e) => e.data),
+          events.map((e) => e.trace?.traceparent ?? null),
+          events.map((e) => e.trace?.tracestate ?? null),
         ],
       );
     }
-    await client.query('DELETE FROM settlement_jobs WHERE payment_id = $1', [paymentId]);
-    return row !== undefined;
+    await client.query('DELETE FROM settlement_jobs WHERE payment_id = ANY($1::uuid[])', [ids]);
+    return new Set(rows.map((row) => row.id));
   });
 }
 
@@ -209,6 +203,21 @@ export async function scheduleRetry(
             last_failure_at = now(), last_error_class = $3, last_error = $4
       WHERE payment_id = $1`,
     [paymentId, delayMs, failure.errorClass, failure.message.slice(0, 1_000)],
+  );
+}
+
+/** A failure after the acquirer answered: recorded for the dead letter, the lease kept. */
+export async function recordFailure(
+  db: Queryable,
+  paymentId: string,
+  failure: Failure,
+): Promise<void> {
+  await db.query(
+    `UPDATE settlement_jobs
+        SET first_failure_at = coalesce(first_failure_at, now()),
+            last_failure_at = now(), last_error_class = $2, last_error = $3
+      WHERE payment_id = $1`,
+    [paymentId, failure.errorClass, failure.message.slice(0, 1_000)],
   );
 }
 

@@ -1,15 +1,17 @@
-import { ROOT_CONTEXT, SpanKind, type Span } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, type Span } from '@opentelemetry/api';
 import { contextOf, traceContextOfEnvelope } from '../outbox/trace-context.js';
 import type { ConsumedRecord } from '../platform/kafka.js';
-import { inSpan } from '../platform/tracing.js';
+import { inSpan, tracer } from '../platform/tracing.js';
 import type { ClaimedJob } from './settlement-repository.js';
 
 /**
  * The consumer's intake of one record: a CONSUMER span, child of the record's `ce_traceparent`
  * (the context the event was created in), as the messaging conventions do for a record
- * processed one at a time. A record without one gets a root span.
+ * processed on its own. Records are recorded in batches (one transaction per batch), so each
+ * record's span covers its batch's transaction; the caller ends it. A record without a trace
+ * context gets a root span.
  */
-export function inConsumeSpan<T>(record: ConsumedRecord, fn: (span: Span) => Promise<T>) {
+export function startConsumeSpan(record: ConsumedRecord): Span {
   const parent = record.headers.ce_traceparent
     ? contextOf({
         traceparent: record.headers.ce_traceparent,
@@ -27,7 +29,13 @@ export function inConsumeSpan<T>(record: ConsumedRecord, fn: (span: Span) => Pro
       ...(record.headers.ce_id ? { 'messaging.message.id': record.headers.ce_id } : {}),
     },
   };
-  return inSpan(`process ${record.topic}`, options, parent, fn);
+  return tracer.startSpan(`process ${record.topic}`, options, parent);
+}
+
+/** Marks a span as failed by `error` (the caller still ends it). */
+export function failSpan(span: Span, error: unknown): void {
+  span.recordException(error instanceof Error ? error : String(error));
+  span.setStatus({ code: SpanStatusCode.ERROR });
 }
 
 /**

@@ -6,11 +6,14 @@ import { fullJitterDelay } from '../platform/backoff.js';
 import type { DeadLetterReason } from './dead-letter.js';
 import { sendDeadLetter, type PublishDeadLetter } from './dead-letter-job.js';
 import { settleJob, type SettleJobDeps } from './settle-job.js';
+import { createCompletionBatcher } from './completion-batcher.js';
 import { createSettlementLoop } from './settlement-loop.js';
 import { inSettleSpan } from './settlement-spans.js';
 import {
   claimDueJobs,
+  completePayments,
   nextDueAt,
+  recordFailure,
   type ClaimedJob,
   type SourceRecord,
 } from './settlement-repository.js';
@@ -49,9 +52,11 @@ function settleJobDeps(deps: WorkerDeps): SettleJobDeps {
     acquirer: deps.acquirer,
     publishDeadLetter: deps.publishDeadLetter,
     logger: deps.logger,
+    complete: createCompletionBatcher((completions) =>
+      completePayments(deps.pool, completions, config.KAFKA_TOPIC_PAYMENTS, new Date()),
+    ),
     acquirerTimeoutMs: config.ACQUIRER_TIMEOUT_MS,
     maxAttempts: config.SETTLEMENT_MAX_ATTEMPTS,
-    paymentsTopic: config.KAFKA_TOPIC_PAYMENTS,
     retryDelayMs: (attempts) =>
       fullJitterDelay(
         attempts,
@@ -75,10 +80,21 @@ export function createSettlementWorker(deps: WorkerDeps) {
   const { config, logger } = deps;
   const steps = settleJobDeps(deps);
 
-  /** One job, never rejecting: a failed step keeps its lease and is retried when it ends. */
+  /**
+   * One job, never rejecting. A failed step (the completion's transaction, say) keeps its lease,
+   * as a crash there would, and the job is claimed again when the lease ends; its failure is
+   * recorded (best effort) so that the dead letter says why once the attempts are used up
+   * (ClaimedJob.exhausted).
+   */
   function work(job: ClaimedJob, counts: SettlementRunCounts): Promise<void> {
-    return inSettleSpan(job, () => settleJob(steps, job, counts)).catch((error: unknown) => {
+    return inSettleSpan(job, () => settleJob(steps, job, counts)).catch(async (error: unknown) => {
       logger.error({ err: error, payment_id: job.paymentId }, 'settlement step failed');
+      const failure = {
+        errorClass: 'settlement_step_failed',
+        message: error instanceof Error ? error.message : String(error),
+      };
+      // If even this fails (database down), the dead letter names the previous failure.
+      await recordFailure(deps.pool, job.paymentId, failure).catch(() => undefined);
     });
   }
 
@@ -89,6 +105,7 @@ export function createSettlementWorker(deps: WorkerDeps) {
       deps.pool,
       config.SETTLEMENT_CONCURRENCY,
       config.SETTLEMENT_LEASE_MS,
+      config.SETTLEMENT_MAX_ATTEMPTS,
     );
     counts.claimed = jobs.length;
     await Promise.all(jobs.map((job) => work(job, counts)));
@@ -101,7 +118,8 @@ export function createSettlementWorker(deps: WorkerDeps) {
     concurrency: config.SETTLEMENT_CONCURRENCY,
     pollMs: config.SETTLEMENT_POLL_MS,
     logger,
-    claim: (limit) => claimDueJobs(deps.pool, limit, config.SETTLEMENT_LEASE_MS),
+    claim: (limit) =>
+      claimDueJobs(deps.pool, limit, config.SETTLEMENT_LEASE_MS, config.SETTLEMENT_MAX_ATTEMPTS),
     work: (job) => work(job, loopCounts),
     nextDueAt: () => nextDueAt(deps.pool),
   });

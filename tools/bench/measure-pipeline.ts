@@ -84,7 +84,7 @@ export async function measurePipeline(
   try {
     await migrateUp(url, logger);
     await kafkaAdmin.connect();
-    await ensureTopics(kafkaAdmin, [topics.payments, topics.dlq], 3);
+    await ensureTopics(kafkaAdmin, [topics.payments, topics.dlq], base.KAFKA_TOPIC_PARTITIONS);
     const merchant = await createMerchant(pool, 'bench pipeline');
     const env = {
       DATABASE_URL: url,

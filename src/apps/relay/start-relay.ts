@@ -30,7 +30,11 @@ export function startRelay(platform: Platform): Promise<RunningRole> {
     async () => {
       // The producer never creates topics; make sure ours exists (existing ones are untouched).
       await platform.admin.connect();
-      await ensureTopics(platform.admin, [config.KAFKA_TOPIC_PAYMENTS]);
+      await ensureTopics(
+        platform.admin,
+        [config.KAFKA_TOPIC_PAYMENTS],
+        config.KAFKA_TOPIC_PARTITIONS,
+      );
       await relay.connect();
     },
     logger,

@@ -2,7 +2,7 @@ import { createAcquirerSimulator } from '../../acquirer/acquirer-simulator.js';
 import type { Acquirer } from '../../acquirer/acquirer.js';
 import { connectInBackground } from '../../platform/connect-in-background.js';
 import {
-  consume,
+  consumeBatches,
   createConsumer,
   createIdempotentProducer,
   ensureTopics,
@@ -19,6 +19,8 @@ export interface SettlementOptions {
   acquirer?: Acquirer;
   /** Test-only fault injection, see WorkerDeps. */
   afterCharge?: WorkerDeps['afterCharge'];
+  /** Test-only fault injection: runs before each dead letter is sent; a rejection fails it. */
+  beforeDeadLetter?: () => Promise<void>;
 }
 
 /**
@@ -43,8 +45,10 @@ export function startSettlement(
   const worker = createSettlementWorker({
     pool,
     acquirer,
-    publishDeadLetter: (record) =>
-      publish(producer, [{ topic: config.KAFKA_TOPIC_DLQ, records: [record] }]),
+    publishDeadLetter: async (record) => {
+      await options.beforeDeadLetter?.();
+      await publish(producer, [{ topic: config.KAFKA_TOPIC_DLQ, records: [record] }]);
+    },
     logger,
     config,
     ...(options.afterCharge ? { afterCharge: options.afterCharge } : {}),
@@ -59,7 +63,11 @@ export function startSettlement(
     'settlement producer',
     async () => {
       await platform.admin.connect();
-      await ensureTopics(platform.admin, [config.KAFKA_TOPIC_PAYMENTS, config.KAFKA_TOPIC_DLQ]);
+      await ensureTopics(
+        platform.admin,
+        [config.KAFKA_TOPIC_PAYMENTS, config.KAFKA_TOPIC_DLQ],
+        config.KAFKA_TOPIC_PARTITIONS,
+      );
       await producer.connect();
     },
     logger,
@@ -72,9 +80,17 @@ export function startSettlement(
     async () => {
       if (!(await producing.connected)) return;
       await consumer.connect();
-      await consume(consumer, [config.KAFKA_TOPIC_PAYMENTS], async (record) => {
-        await handle(record);
-      });
+      await consumeBatches(
+        consumer,
+        [config.KAFKA_TOPIC_PAYMENTS],
+        async (batch) => {
+          await handle(batch);
+        },
+        {
+          partitionsConsumedConcurrently: config.SETTLEMENT_CONSUMER_PARTITIONS,
+          maxRecords: config.SETTLEMENT_INTAKE_BATCH_MAX,
+        },
+      );
     },
     logger,
     () => {
