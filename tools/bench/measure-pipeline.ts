@@ -10,6 +10,7 @@ import { closeRedis, createRedis, type Redis } from '../../src/platform/redis.js
 import { createScratchDatabase } from '../support/scratch-database.js';
 import { deleteKeysWithPrefix } from '../support/delete-keys-with-prefix.js';
 import { peakRssMb, serviceEntry, startProcess } from './bench-process.js';
+import { backlogTrend, sampleBacklog, type BacklogTrend } from './backlog.js';
 import { startCpuWindow } from './cpu-usage.js';
 import { constantRate, type RunResult, type Shot } from './load.js';
 
@@ -33,7 +34,12 @@ export interface SweepStep {
   rate: number;
   api: RunResult;
   settle: SettleLatency;
+  /** The settlement backlog over the last BACKLOG_WINDOW_SECONDS (or less) of the step. */
+  backlog: BacklogTrend;
 }
+
+/** The window over which a step's backlog must be flat (issue 12: the last minute). */
+export const BACKLOG_WINDOW_SECONDS = 60;
 
 export interface PipelineResult {
   settleRate: number;
@@ -41,6 +47,8 @@ export interface PipelineResult {
   api: RunResult;
   /** Accepted (payment created_at) to settled (updated_at), by the database's timestamps. */
   settle: SettleLatency;
+  /** The settlement backlog during the fixed-rate run. */
+  backlog: BacklogTrend;
   sweep: SweepStep[];
   peakRssMb: { api: number; relay: number; settlement: number };
   /** CPU seconds each part used during the fixed-rate run (2 cores give 2 s per second). */
@@ -119,10 +127,16 @@ export async function measurePipeline(
     /** Sends at `rate` for `seconds`, waits for settlement, measures that window's payments. */
     const step = async (rate: number, seconds: number) => {
       const from = new Date();
+      const sampling = sampleBacklog(pool);
       const result = await constantRate(api.port, rate, seconds, newPayment);
+      const samples = await sampling.stop();
       const to = new Date();
       const unsettled = await drain(pool, settings.drainTimeoutMs);
-      return { api: result, settle: { ...(await settleLatency(pool, from, to)), unsettled } };
+      return {
+        api: result,
+        settle: { ...(await settleLatency(pool, from, to)), unsettled },
+        backlog: backlogTrend(samples, rate, Math.min(BACKLOG_WINDOW_SECONDS, seconds)),
+      };
     };
 
     // Warm-up at half the rate: JIT, the connection pools grown, the consumer group joined.
@@ -157,6 +171,7 @@ export async function measurePipeline(
       settleRate: settings.settleRate,
       api: main.api,
       settle: main.settle,
+      backlog: main.backlog,
       sweep,
       peakRssMb: {
         api: await peakRssMb(api.child.pid ?? 0),
