@@ -37,9 +37,9 @@ export function sampleBacklog(
 ): { stop: () => Promise<BacklogSample[]> } {
   const samples: BacklogSample[] = [];
   const started = performance.now();
-  let stopped = false;
+  const state = { stopped: false };
   const loop = (async () => {
-    while (!stopped) {
+    while (!state.stopped) {
       const at = (performance.now() - started) / 1000;
       try {
         const { rows } = await pool.query<{ n: number }>(
@@ -54,7 +54,7 @@ export function sampleBacklog(
   })();
   return {
     stop: async () => {
-      stopped = true;
+      state.stopped = true;
       await loop;
       return samples;
     },

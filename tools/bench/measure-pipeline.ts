@@ -9,7 +9,7 @@ import { migrateUp } from '../../src/platform/migrate.js';
 import { closeRedis, createRedis, type Redis } from '../../src/platform/redis.js';
 import { createScratchDatabase } from '../support/scratch-database.js';
 import { deleteKeysWithPrefix } from '../support/delete-keys-with-prefix.js';
-import { peakRssMb, serviceEntry, startProcess } from './bench-process.js';
+import { apiNodeArgs, peakRssMb, serviceEntry, startProcess } from './bench-process.js';
 import { backlogTrend, sampleBacklog, type BacklogTrend } from './backlog.js';
 import { startCpuWindow } from './cpu-usage.js';
 import { constantRate, type RunResult, type Shot } from './load.js';
@@ -106,7 +106,12 @@ export async function measurePipeline(
       ACQUIRER_SIM_LATENCY_MS: '0',
       ACQUIRER_SIM_FAILURE_RATE: '0',
     };
-    const api = await startProcess(serviceEntry('apps/api/main.js'), env, '/healthz');
+    const api = await startProcess(
+      serviceEntry('apps/api/main.js'),
+      env,
+      '/healthz',
+      apiNodeArgs(),
+    );
     children.push(api.child);
     const relay = await startProcess(serviceEntry('apps/relay/main.js'), env, '/metrics');
     children.push(relay.child);
