@@ -34,12 +34,20 @@ export interface SweepStep {
   rate: number;
   api: RunResult;
   settle: SettleLatency;
-  /** The settlement backlog over the last BACKLOG_WINDOW_SECONDS (or less) of the step. */
+  /** The settlement backlog over the step's last backlogWindowSeconds. */
   backlog: BacklogTrend;
 }
 
 /** The window over which a step's backlog must be flat (issue 12: the last minute). */
 export const BACKLOG_WINDOW_SECONDS = 60;
+
+/**
+ * The trend window of a step of `seconds`: the last minute, but never the first third of the
+ * step, where the backlog climbs from zero to rate x latency even in a pipeline that keeps up.
+ */
+export function backlogWindowSeconds(seconds: number): number {
+  return Math.min(BACKLOG_WINDOW_SECONDS, Math.round((seconds * 2) / 3));
+}
 
 export interface PipelineResult {
   settleRate: number;
@@ -140,7 +148,7 @@ export async function measurePipeline(
       return {
         api: result,
         settle: { ...(await settleLatency(pool, from, to)), unsettled },
-        backlog: backlogTrend(samples, rate, Math.min(BACKLOG_WINDOW_SECONDS, seconds)),
+        backlog: backlogTrend(samples, rate, backlogWindowSeconds(seconds)),
       };
     };
 
