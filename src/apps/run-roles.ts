@@ -27,7 +27,10 @@ export async function runRoles(roles: readonly RoleName[]): Promise<void> {
     throw error;
   }
   const logger = createLogger(config, { service: 'payments', roles: roles.join(',') });
-  const platform = await createPlatform(config, logger);
+  // Only the relay and settlement talk to Kafka; the API alone never connects to it.
+  const platform = await createPlatform(config, logger, {
+    kafka: roles.some((role) => role !== 'api'),
+  });
   const running: Pick<RunningRole, 'close'>[] = [];
   // Installed before any role starts: a signal during start-up closes what has started so far
   // instead of killing the process mid-way with the default handler.

@@ -12,29 +12,49 @@ export interface Platform {
   logger: Logger;
   pool: Pool;
   redis: Redis;
+  /** Created on first use: a process without a Kafka role never opens a Kafka connection. */
   kafka: KafkaClient;
-  /** Kept connected for readiness probes and topic administration. */
+  /** Topic administration (created on first use); connected at start-up for Kafka roles. */
   admin: Admin;
   checks: DependencyCheck[];
   close: () => Promise<void>;
 }
 
-export async function createPlatform(config: Config, logger: Logger): Promise<Platform> {
+export interface PlatformOptions {
+  /**
+   * Whether this process's roles need Kafka (relay, settlement). When true the admin client is
+   * connected at start-up and Kafka is part of readiness; when false (the API alone) Kafka is
+   * neither connected nor probed: the API accepts payments through the outbox whether Kafka is
+   * up or not, so a Kafka outage must not take it out of the load balancer (DESIGN 62).
+   */
+  kafka: boolean;
+}
+
+export async function createPlatform(
+  config: Config,
+  logger: Logger,
+  options: PlatformOptions = { kafka: true },
+): Promise<Platform> {
   const pool = createPool(config, logger);
   const redis = createRedis(config, logger);
-  const kafka = createKafka(config, logger);
-  const admin = kafka.admin({ retry: { retries: 2, initialRetryTime: 100 } });
+  let kafka: KafkaClient | undefined;
+  let admin: Admin | undefined;
+  const kafkaClient = () => (kafka ??= createKafka(config, logger));
+  const adminClient = () =>
+    (admin ??= kafkaClient().admin({ retry: { retries: 2, initialRetryTime: 100 } }));
   await connectRedis(redis, logger);
-  try {
-    await admin.connect();
-  } catch (error) {
-    // Kafka down at boot must not stop the API: the outbox absorbs it. Readiness reports it.
-    logger.warn({ err: error }, 'kafka unavailable at start-up; continuing');
+  if (options.kafka) {
+    try {
+      await adminClient().connect();
+    } catch (error) {
+      // Kafka down at boot must not stop the process: its roles wait for it. Readiness reports it.
+      logger.warn({ err: error }, 'kafka unavailable at start-up; continuing');
+    }
   }
   const checks: DependencyCheck[] = [
     { name: 'postgres', check: () => pingPostgres(pool) },
     { name: 'redis', check: () => pingRedis(redis) },
-    { name: 'kafka', check: () => pingKafka(admin) },
+    ...(options.kafka ? [{ name: 'kafka', check: () => pingKafka(adminClient()) }] : []),
   ];
   const unregisterReadiness = registerReadinessProbe(checks);
   return {
@@ -42,12 +62,16 @@ export async function createPlatform(config: Config, logger: Logger): Promise<Pl
     logger,
     pool,
     redis,
-    kafka,
-    admin,
+    get kafka() {
+      return kafkaClient();
+    },
+    get admin() {
+      return adminClient();
+    },
     checks,
     close: async () => {
       unregisterReadiness();
-      await Promise.allSettled([admin.disconnect(), closeRedis(redis), pool.end()]);
+      await Promise.allSettled([admin?.disconnect(), closeRedis(redis), pool.end()]);
     },
   };
 }

@@ -11,9 +11,12 @@ interface Served {
   url: (path: string) => string;
 }
 
-async function serve(overrides: Record<string, string> = {}): Promise<Served> {
+async function serve(
+  overrides: Record<string, string> = {},
+  options: { kafka: boolean } = { kafka: true },
+): Promise<Served> {
   const config = testConfig(overrides);
-  const platform = await createPlatform(config, createLogger(config));
+  const platform = await createPlatform(config, createLogger(config), options);
   const api = await startApi(platform);
   return { platform, api, url: (path) => `http://127.0.0.1:${api.port}${path}` };
 }
@@ -76,6 +79,22 @@ describe('health endpoints', () => {
       ['redis', 'up'],
       ['kafka', 'up'],
     ]);
+  });
+
+  it('when the API runs without a Kafka role and Kafka is unreachable, then /readyz is 200 without probing Kafka', async () => {
+    // The API takes payments through the outbox whether Kafka is up or not (DESIGN 62).
+    const apiOnly = await serve({ KAFKA_BROKERS: '127.0.0.1:1' }, { kafka: false });
+    try {
+      const res = await fetch(apiOnly.url('/readyz'));
+      const body = (await res.json()) as { checks: { name: string; status: string }[] };
+      expect(res.status).toBe(200);
+      expect(body.checks.map((c) => [c.name, c.status])).toEqual([
+        ['postgres', 'up'],
+        ['redis', 'up'],
+      ]);
+    } finally {
+      await stop(apiOnly);
+    }
   });
 
   it('when Redis is unreachable, then /readyz is 503 and names redis as down', async () => {

@@ -35,9 +35,10 @@ export async function startProcess(
   entry: string,
   env: Record<string, string>,
   probePath: string,
+  nodeArgs: readonly string[] = [],
 ): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort();
-  const child = spawn(process.execPath, [entry], {
+  const child = spawn(process.execPath, [...nodeArgs, entry], {
     env: { ...process.env, ...env, PORT: String(port), METRICS_PORT: String(port) },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -55,6 +56,14 @@ export async function startProcess(
   }
   child.kill();
   throw new Error(`${path.relative(ROOT, entry)} did not answer on port ${port}`);
+}
+
+/**
+ * Node flags for the API process only, from BENCH_API_NODE_ARGS (space-separated), e.g.
+ * `--max-semi-space-size=8` to compare memory and throughput of V8 settings (DESIGN 63).
+ */
+export function apiNodeArgs(): string[] {
+  return (process.env.BENCH_API_NODE_ARGS ?? '').split(' ').filter((arg) => arg !== '');
 }
 
 /** Peak resident memory (VmHWM) of a process, in MB. */

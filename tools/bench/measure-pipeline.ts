@@ -9,7 +9,8 @@ import { migrateUp } from '../../src/platform/migrate.js';
 import { closeRedis, createRedis, type Redis } from '../../src/platform/redis.js';
 import { createScratchDatabase } from '../support/scratch-database.js';
 import { deleteKeysWithPrefix } from '../support/delete-keys-with-prefix.js';
-import { peakRssMb, serviceEntry, startProcess } from './bench-process.js';
+import { apiNodeArgs, peakRssMb, serviceEntry, startProcess } from './bench-process.js';
+import { backlogTrend, sampleBacklog, type BacklogTrend } from './backlog.js';
 import { startCpuWindow } from './cpu-usage.js';
 import { constantRate, type RunResult, type Shot } from './load.js';
 
@@ -33,6 +34,19 @@ export interface SweepStep {
   rate: number;
   api: RunResult;
   settle: SettleLatency;
+  /** The settlement backlog over the step's last backlogWindowSeconds. */
+  backlog: BacklogTrend;
+}
+
+/** The window over which a step's backlog must be flat (issue 12: the last minute). */
+export const BACKLOG_WINDOW_SECONDS = 60;
+
+/**
+ * The trend window of a step of `seconds`: the last minute, but never the first third of the
+ * step, where the backlog climbs from zero to rate x latency even in a pipeline that keeps up.
+ */
+export function backlogWindowSeconds(seconds: number): number {
+  return Math.min(BACKLOG_WINDOW_SECONDS, Math.round((seconds * 2) / 3));
 }
 
 export interface PipelineResult {
@@ -41,6 +55,8 @@ export interface PipelineResult {
   api: RunResult;
   /** Accepted (payment created_at) to settled (updated_at), by the database's timestamps. */
   settle: SettleLatency;
+  /** The settlement backlog during the fixed-rate run. */
+  backlog: BacklogTrend;
   sweep: SweepStep[];
   peakRssMb: { api: number; relay: number; settlement: number };
   /** CPU seconds each part used during the fixed-rate run (2 cores give 2 s per second). */
@@ -98,7 +114,12 @@ export async function measurePipeline(
       ACQUIRER_SIM_LATENCY_MS: '0',
       ACQUIRER_SIM_FAILURE_RATE: '0',
     };
-    const api = await startProcess(serviceEntry('apps/api/main.js'), env, '/healthz');
+    const api = await startProcess(
+      serviceEntry('apps/api/main.js'),
+      env,
+      '/healthz',
+      apiNodeArgs(),
+    );
     children.push(api.child);
     const relay = await startProcess(serviceEntry('apps/relay/main.js'), env, '/metrics');
     children.push(relay.child);
@@ -119,10 +140,16 @@ export async function measurePipeline(
     /** Sends at `rate` for `seconds`, waits for settlement, measures that window's payments. */
     const step = async (rate: number, seconds: number) => {
       const from = new Date();
+      const sampling = sampleBacklog(pool);
       const result = await constantRate(api.port, rate, seconds, newPayment);
+      const samples = await sampling.stop();
       const to = new Date();
       const unsettled = await drain(pool, settings.drainTimeoutMs);
-      return { api: result, settle: { ...(await settleLatency(pool, from, to)), unsettled } };
+      return {
+        api: result,
+        settle: { ...(await settleLatency(pool, from, to)), unsettled },
+        backlog: backlogTrend(samples, rate, backlogWindowSeconds(seconds)),
+      };
     };
 
     // Warm-up at half the rate: JIT, the connection pools grown, the consumer group joined.
@@ -157,6 +184,7 @@ export async function measurePipeline(
       settleRate: settings.settleRate,
       api: main.api,
       settle: main.settle,
+      backlog: main.backlog,
       sweep,
       peakRssMb: {
         api: await peakRssMb(api.child.pid ?? 0),

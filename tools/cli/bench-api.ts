@@ -5,7 +5,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
-import { peakRssMb, ROOT, serviceEntry, startProcess, toolEntry } from '../bench/bench-process.js';
+import {
+  apiNodeArgs,
+  peakRssMb,
+  ROOT,
+  serviceEntry,
+  startProcess,
+  toolEntry,
+} from '../bench/bench-process.js';
 import { closedLoop, constantRate, type RunResult, type Shot } from '../bench/load.js';
 import { percentile } from '../bench/percentile.js';
 import { paymentPgbenchDefines, paymentPgbenchScript } from '../bench/pgbench-script.js';
@@ -23,13 +30,15 @@ import { exitOnHelp } from '../support/exit-on-help.js';
  * pgbench running the same SQL statement at the same concurrency, and a bare Express endpoint.
  * Not a test: it prints a table and writes reports/bench-api-<time>.{json,md}.
  *
- * Settings (environment): BENCH_CONCURRENCY (16), BENCH_SECONDS (10), BENCH_LOG_LEVEL (warn).
+ * Settings (environment): BENCH_CONCURRENCY (16), BENCH_SECONDS (10), BENCH_LOG_LEVEL (warn),
+ * BENCH_API_NODE_ARGS (node flags for the API process only, e.g. --max-semi-space-size=8).
  */
 
 exitOnHelp(`usage: npm run bench:api
 New-payment and replay throughput of the API process next to pgbench running the same SQL and a
 bare Express endpoint; writes reports/bench-api-<time>.{json,md}. No arguments.
-Environment: BENCH_CONCURRENCY (16), BENCH_SECONDS (10), BENCH_LOG_LEVEL (warn), PGBENCH.`);
+Environment: BENCH_CONCURRENCY (16), BENCH_SECONDS (10), BENCH_LOG_LEVEL (warn), PGBENCH,
+BENCH_API_NODE_ARGS (node flags for the API process only).`);
 
 const run = promisify(execFile);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
@@ -131,6 +140,7 @@ async function main(): Promise<void> {
         DATABASE_POOL_MAX: String(Math.max(CONCURRENCY, 4)),
       },
       '/healthz',
+      apiNodeArgs(),
     );
     children.push(api.child);
     const bare = await startProcess(toolEntry('bench/bare-express.js'), {}, '/');
@@ -195,7 +205,12 @@ async function main(): Promise<void> {
     const report = {
       date: new Date().toISOString(),
       machine: { cores: (await import('node:os')).cpus().length, node: process.version },
-      settings: { concurrency: CONCURRENCY, seconds: SECONDS, apiLogLevel: LOG_LEVEL },
+      settings: {
+        concurrency: CONCURRENCY,
+        seconds: SECONDS,
+        apiLogLevel: LOG_LEVEL,
+        apiNodeArgs: apiNodeArgs(),
+      },
       newPayments: created,
       pgbenchSameStatement: reference,
       newPaymentsAtHalfPeak: { rate: halfRate, ...atHalf },
@@ -216,7 +231,7 @@ async function main(): Promise<void> {
     const row = (name: string, r: RunResult, ref = '') =>
       `| ${name} | ${r.perSecond} | ${r.latencyMs.p50} | ${r.latencyMs.p95} | ${r.latencyMs.p99} | ${ref} |`;
     const table = [
-      `Concurrency ${CONCURRENCY}, ${SECONDS} s per scenario, API log level ${LOG_LEVEL}, ${report.machine.cores} cores, Node ${process.version}.`,
+      `Concurrency ${CONCURRENCY}, ${SECONDS} s per scenario, API log level ${LOG_LEVEL}, API node flags ${apiNodeArgs().join(' ') || 'none'}, ${report.machine.cores} cores, Node ${process.version}.`,
       '',
       '| scenario | req/s | p50 ms | p95 ms | p99 ms | vs reference |',
       '|---|---|---|---|---|---|',

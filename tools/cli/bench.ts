@@ -3,10 +3,21 @@ import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import {
+  FLAT_FRACTION,
+  highestRateHolding,
+  type BacklogTrend,
+  type StepVerdictInput,
+} from '../bench/backlog.js';
 import { ROOT, toolEntry } from '../bench/bench-process.js';
 import { renderLatencyChart } from '../bench/latency-chart.js';
 import type { RunResult } from '../bench/load.js';
-import { measurePipeline, type PipelineResult, type SweepStep } from '../bench/measure-pipeline.js';
+import {
+  backlogWindowSeconds,
+  measurePipeline,
+  type PipelineResult,
+  type SweepStep,
+} from '../bench/measure-pipeline.js';
 import { loadConfig } from '../../src/platform/config.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { runCli } from '../../src/cli/run-cli.js';
@@ -20,25 +31,39 @@ import { exitOnHelp } from '../support/exit-on-help.js';
  * (and .png when rsvg-convert is installed). Every figure stands next to its reference measured
  * in the same run, with the target and whether it was met. Targets are reported, never asserted.
  *
- * Settings (environment): BENCH_SETTLE_RATE (500), BENCH_SETTLE_SECONDS (20),
- * BENCH_SWEEP_FRACTIONS of bench:api's peak rate (0.1,0.2,0.3,0.4,0.5,0.75,1), BENCH_SWEEP_SECONDS
- * (10), and those of bench:api / bench:relay, which it passes on.
+ * The pipeline part states whether it keeps up: the settlement backlog (payments accepted, not
+ * yet settled) is read every second of each step and its trend over the step's last minute
+ * (the last two thirds of a shorter step) is flat or growing; the report names the highest rate with a flat backlog and the highest with
+ * accepted-to-settled p99 <= 250 ms.
+ *
+ * Settings (environment): BENCH_SETTLE_RATE (500), BENCH_SETTLE_SECONDS (90), BENCH_SWEEP_FRACTIONS
+ * of bench:api's peak rate (0.2,0.4,0.5,0.6,0.75), BENCH_SWEEP_SECONDS (90), and those of
+ * bench:api / bench:relay, which it passes on. `--quick`: 15 s steps and four rates (the backlog
+ * verdict then covers 10 s, not a minute: indicative only).
  */
 
-exitOnHelp(`usage: npm run bench
+const USAGE = `usage: npm run bench [-- --quick]
 The benchmark report: starts the local stack, runs bench:api and bench:relay, then the whole
-pipeline as three processes; writes reports/bench-<time>.{md,json,svg}. No arguments.
-Environment: BENCH_SETTLE_RATE (500), BENCH_SETTLE_SECONDS (20), BENCH_SWEEP_FRACTIONS
-(0.1,0.2,0.3,0.4,0.5,0.75,1), BENCH_SWEEP_SECONDS (10), and those of bench:api and bench:relay.`);
+pipeline as three processes; writes reports/bench-<time>.{md,json,svg}.
+--quick: 15 s pipeline steps at four rates instead of 90 s at five (about 7 minutes less).
+Environment: BENCH_SETTLE_RATE (500), BENCH_SETTLE_SECONDS (90; 15 quick), BENCH_SWEEP_FRACTIONS
+(0.2,0.4,0.5,0.6,0.75; 0.2,0.4,0.6,0.75 quick), BENCH_SWEEP_SECONDS (90; 15 quick), and those
+of bench:api and bench:relay.`;
+const QUICK = exitOnHelp(USAGE, ['--quick']).has('--quick');
 
 const run = promisify(execFile);
 const SETTLE_RATE = Number(process.env.BENCH_SETTLE_RATE ?? 500);
-const SETTLE_SECONDS = Number(process.env.BENCH_SETTLE_SECONDS ?? 20);
-const SWEEP_SECONDS = Number(process.env.BENCH_SWEEP_SECONDS ?? 10);
-const SWEEP_FRACTIONS = (process.env.BENCH_SWEEP_FRACTIONS ?? '0.1,0.2,0.3,0.4,0.5,0.75,1')
+const SETTLE_SECONDS = Number(process.env.BENCH_SETTLE_SECONDS ?? (QUICK ? 15 : 90));
+const SWEEP_SECONDS = Number(process.env.BENCH_SWEEP_SECONDS ?? (QUICK ? 15 : 90));
+const SWEEP_FRACTIONS = (
+  process.env.BENCH_SWEEP_FRACTIONS ?? (QUICK ? '0.2,0.4,0.6,0.75' : '0.2,0.4,0.5,0.6,0.75')
+)
   .split(',')
   .map(Number)
   .filter((fraction) => fraction > 0);
+/** Issue 12: the pipeline must keep up at this fraction of bench:api's closed-loop peak. */
+const KEEP_UP_FRACTION = 0.6;
+const SETTLE_P99_TARGET_MS = 250;
 
 const say = (line: string) => process.stderr.write(`[bench] ${line}\n`);
 
@@ -121,6 +146,7 @@ function rows(api: ApiReport, relay: RelayReport, pipeline: PipelineResult): Row
   const replayVsBare = percent(api.replays.perSecond, api.bareExpress.perSecond);
   const drainVsRaw = percent(relay.drain.perSecond, relay.raw.perSecond);
   const rss = Math.max(api.apiPeakRssMb, pipeline.peakRssMb.api);
+  const { keepUp, settledWithin } = pipelineVerdicts(pipeline);
   return [
     {
       measure: `new payments, closed loop, concurrency ${api.settings.concurrency}`,
@@ -171,6 +197,22 @@ function rows(api: ApiReport, relay: RelayReport, pipeline: PipelineResult): Row
       pass: pipeline.settle.unsettled === 0 && pipeline.settle.p99 <= 250,
     },
     {
+      measure: 'pipeline keeps up: highest rate with a flat settlement backlog (and all below)',
+      value: keepUp === undefined ? 'none (slowest step already grows)' : perSecond(keepUp),
+      reference: `bench:api closed-loop peak: ${perSecond(api.newPayments.perSecond)}`,
+      ratio: keepUp === undefined ? '-' : `${percent(keepUp, api.newPayments.perSecond)}%`,
+      target: `flat at >= ${KEEP_UP_FRACTION * 100}% of bench:api's peak`,
+      pass: keepUp !== undefined && keepUp >= KEEP_UP_FRACTION * api.newPayments.perSecond,
+    },
+    {
+      measure: `highest rate with accepted-to-settled p99 <= ${SETTLE_P99_TARGET_MS} ms (and all below)`,
+      value: settledWithin === undefined ? 'none' : perSecond(settledWithin),
+      reference: '-',
+      ratio: '-',
+      target: `>= ${SETTLE_RATE}/s`,
+      pass: settledWithin !== undefined && settledWithin >= SETTLE_RATE,
+    },
+    {
       measure: 'API peak RSS (VmHWM)',
       value: `${rss} MB`,
       reference: `bench:api ${api.apiPeakRssMb} MB; pipeline: api ${pipeline.peakRssMb.api}, relay ${pipeline.peakRssMb.relay}, settlement ${pipeline.peakRssMb.settlement} MB`,
@@ -189,6 +231,33 @@ function rows(api: ApiReport, relay: RelayReport, pipeline: PipelineResult): Row
   ];
 }
 
+/** The sweep's steps, then the fixed-rate run as one more step. */
+function allSteps(pipeline: PipelineResult): SweepStep[] {
+  const { settleRate: rate, api, settle, backlog } = pipeline;
+  return [...pipeline.sweep, { rate, api, settle, backlog }];
+}
+
+/** Every pipeline step (the sweep and the fixed-rate run) as the verdicts read them. */
+function pipelineSteps(pipeline: PipelineResult): StepVerdictInput[] {
+  return allSteps(pipeline).map((step) => ({
+    rate: step.rate,
+    settleP99: step.settle.p99,
+    unsettled: step.settle.unsettled,
+    backlog: step.backlog,
+  }));
+}
+
+function pipelineVerdicts(pipeline: PipelineResult) {
+  const steps = pipelineSteps(pipeline);
+  return {
+    keepUp: highestRateHolding(steps, (s) => s.backlog.verdict === 'flat' && s.unsettled === 0),
+    settledWithin: highestRateHolding(
+      steps,
+      (s) => s.unsettled === 0 && s.settleP99 <= SETTLE_P99_TARGET_MS,
+    ),
+  };
+}
+
 function markdownTable(table: readonly Row[]): string {
   const verdict = (pass: boolean | null) => (pass === null ? 'n/a' : pass ? 'PASS' : 'FAIL');
   return [
@@ -203,23 +272,25 @@ function markdownTable(table: readonly Row[]): string {
 
 function sweepTable(pipeline: PipelineResult): string {
   return [
-    '| offered rate | achieved | API p50 | API p95 | API p99 | non-202 | settled p50 | settled p99 | unsettled after drain wait |',
-    '|---|---|---|---|---|---|---|---|---|',
-    ...pipeline.sweep.map((step) => {
+    '| offered rate | achieved | API p50 | API p95 | API p99 | non-202 | settled p50 | settled p99 | unsettled after drain wait | backlog over the last seconds of the step (first -> last, slope) |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+    ...allSteps(pipeline).map((step) => {
       const non202 = Object.entries(step.api.statuses)
         .filter(([status]) => status !== '202')
         .reduce((sum, [, count]) => sum + count, 0);
-      return `| ${step.rate}/s | ${perSecond(step.api.perSecond)} | ${ms(step.api.latencyMs.p50)} | ${ms(step.api.latencyMs.p95)} | ${ms(step.api.latencyMs.p99)} | ${non202} | ${ms(step.settle.p50)} | ${ms(step.settle.p99)} | ${step.settle.unsettled} |`;
+      return `| ${step.rate}/s | ${perSecond(step.api.perSecond)} | ${ms(step.api.latencyMs.p50)} | ${ms(step.api.latencyMs.p95)} | ${ms(step.api.latencyMs.p99)} | ${non202} | ${ms(step.settle.p50)} | ${ms(step.settle.p99)} | ${step.settle.unsettled} | ${backlogCell(step.backlog)} |`;
     }),
   ].join('\n');
 }
 
+function backlogCell(trend: BacklogTrend): string {
+  if (trend.verdict === 'no data') return 'no data';
+  return `${trend.verdict}: ${trend.first} -> ${trend.last} over ${trend.windowSeconds} s (${trend.slopePerSecond}/s)`;
+}
+
 function chart(api: ApiReport, pipeline: PipelineResult): string {
   // The sweep's steps and the fixed-rate run, in rate order.
-  const steps = [
-    ...pipeline.sweep,
-    { rate: pipeline.settleRate, api: pipeline.api, settle: pipeline.settle },
-  ];
+  const steps = allSteps(pipeline);
   steps.sort((a, b) => a.rate - b.rate);
   const points = (pick: (step: SweepStep) => number) =>
     steps.map((step) => ({ x: step.rate, y: pick(step) }));
@@ -316,6 +387,12 @@ async function main(): Promise<void> {
     `![latency versus rate](${path.basename(base)}.svg)`,
     '',
     sweepTable(pipeline),
+    '',
+    `The last row is the fixed-rate run (${SETTLE_SECONDS} s). Backlog: payments accepted and ` +
+      `not yet settled, read every second; its least-squares slope over the last ` +
+      `${backlogWindowSeconds(SWEEP_SECONDS)} s of each step is "growing" when it exceeds ` +
+      `${FLAT_FRACTION * 100}% of the offered rate (the pipeline settles less than it accepts), ` +
+      `"flat" otherwise.${QUICK ? ' Quick mode: steps shorter than the minute the target asks; the verdicts are indicative.' : ''}`,
     '',
     `Accepted-to-settled at ${pipeline.settleRate}/s by stage (p50 / p99): ` +
       Object.entries(pipeline.settle.stages)
