@@ -1,7 +1,11 @@
 import type { StoredResponse } from '../idempotency/stored-response.js';
 import { refundEventId } from '../outbox/refund-event-id.js';
 import { withTransaction, type Pool } from '../platform/db.js';
-import { PaymentNotRefundable, RefundExceedsPayment, RefundPaymentNotFound } from './refund-errors.js';
+import {
+  PaymentNotRefundable,
+  RefundExceedsPayment,
+  RefundPaymentNotFound,
+} from './refund-errors.js';
 import type { RefundResource } from './refund-schemas.js';
 
 export interface NewRefund {
@@ -36,7 +40,10 @@ interface PaymentForRefund {
  * Null when the key already has a record (the caller replays it); a refusal throws a domain
  * error and writes nothing.
  */
-export async function insertRefundOnce(pool: Pool, refund: NewRefund): Promise<StoredResponse | null> {
+export async function insertRefundOnce(
+  pool: Pool,
+  refund: NewRefund,
+): Promise<StoredResponse | null> {
   try {
     return await withTransaction(pool, async (client) => {
       const payment = await client.query<PaymentForRefund>(

@@ -66,7 +66,8 @@ function listRefundsHandler(db: Queryable) {
     const page = UUID.test(paymentId)
       ? await listRefunds(db, merchant.id, paymentId, query.limit, query.starting_after)
       : ({ kind: 'unknown_payment' } as const);
-    if (page.kind === 'unknown_payment') throw new ApiError('not_found', `No payment ${paymentId}.`);
+    if (page.kind === 'unknown_payment')
+      throw new ApiError('not_found', `No payment ${paymentId}.`);
     if (page.kind === 'unknown_cursor') {
       throw new ApiError('validation_failed', 'starting_after is not a refund of this payment.', {
         errors: [{ path: 'starting_after', message: 'no such refund' }],
