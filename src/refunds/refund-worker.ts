@@ -73,6 +73,8 @@ export function createRefundWorker(deps: RefundWorkerDeps) {
   let stopped = true;
   let loop: Promise<void> = Promise.resolve();
   let wakeUp: (() => void) | undefined;
+  /** Read through a call: `stop` changes it while `run` awaits. */
+  const isStopped = () => stopped;
 
   async function run(): Promise<void> {
     while (!stopped) {
@@ -82,8 +84,9 @@ export function createRefundWorker(deps: RefundWorkerDeps) {
       } catch (error) {
         logger.warn({ err: error }, 'refund worker iteration failed; retrying');
       }
-      // A full batch: more may be due at once. Otherwise poll (a stop ends the sleep).
-      if (claimed < config.SETTLEMENT_CONCURRENCY && !stopped) {
+      // A full batch: more may be due at once. Otherwise poll (a stop ends the sleep; one
+      // that came while working skips it).
+      if (claimed < config.SETTLEMENT_CONCURRENCY && !isStopped()) {
         await new Promise<void>((resolve) => {
           wakeUp = resolve;
           setTimeout(resolve, config.SETTLEMENT_POLL_MS).unref();
