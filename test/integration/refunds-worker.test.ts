@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRefundSimulator } from '../../src/acquirer/refund-simulator.js';
 import { refundEventId } from '../../src/outbox/refund-event-id.js';
 import { createRefundWorker, type RefundWorker } from '../../src/refunds/refund-worker.js';
+import { verifyPayments } from '../../src/verify/verify-payments.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import { postRefund, settledPayment } from '../support/refund-client.js';
 import { refundWorkFacts } from '../support/refund-harness.js';
@@ -133,5 +134,26 @@ describe('the refund worker', () => {
       type: 'refund.created',
       data: { id, status: 'pending' },
     });
+  });
+
+  it('when every refund above is worked, then the verifier finds no refund violation (and one it plants)', async () => {
+    const refundCodes = (violations: { code: string }[]) =>
+      violations.map((v) => v.code).filter((c) => /refund/.test(c));
+    const clean = await verifyPayments(
+      { db: harness.platform.pool },
+      { scope: {}, graceSeconds: 0, keyTtlSeconds: 86_400 },
+    );
+    expect(refundCodes(clean.violations)).toEqual([]);
+    expect(clean.refunds).toMatchObject({ total: 4, succeeded: 2, failed: 1, deadLettered: 1 });
+    const { id } = await refund('tok_visa', 100);
+    await db.pool.query(`UPDATE refunds SET status = 'succeeded' WHERE id = $1`, [id]);
+    const planted = await verifyPayments(
+      { db: harness.platform.pool },
+      { scope: {}, graceSeconds: 0, keyTtlSeconds: 86_400 },
+    );
+    expect(refundCodes(planted.violations).sort()).toEqual([
+      'refund_job_mismatch',
+      'refund_outcome_mismatch',
+    ]);
   });
 });
