@@ -60,6 +60,8 @@ export function createEventLog() {
         seen.copies++;
         seen.paymentIds.add(record.key);
         refunds.set(eventId, seen);
+        if (seenIds.has(eventId)) copies++;
+        else seenIds.add(eventId);
         return;
       }
       const kind = type === undefined ? undefined : TYPES[type as keyof typeof TYPES];
