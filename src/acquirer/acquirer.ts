@@ -35,3 +35,31 @@ export class AcquirerTransientError extends Error {
 export function chargeIdempotencyKey(paymentId: string): string {
   return `charge_${paymentId}`;
 }
+
+/** What the refund worker asks the acquirer to do: refund once per idempotency key. */
+export interface RefundRequest {
+  /** Stable across every attempt for one refund (see `refundIdempotencyKey`). */
+  idempotencyKey: string;
+  refundId: string;
+  paymentId: string;
+  amount: number;
+  currency: string;
+  /** The payment's source: the simulator's refund behaviour is keyed on it. */
+  source: string;
+}
+
+export type RefundResult =
+  { outcome: 'approved'; reference: string } | { outcome: 'declined'; code: string };
+
+/**
+ * The acquirer's refund operation, apart from `Acquirer` so a charge-only acquirer (test
+ * doubles) stays valid. Same contract as `charge`: a final answer, or AcquirerTransientError.
+ */
+export interface RefundAcquirer {
+  refund(request: RefundRequest, signal: AbortSignal): Promise<RefundResult>;
+}
+
+/** One key per refund, the same on every attempt: a retried refund is recognised, not repeated. */
+export function refundIdempotencyKey(refundId: string): string {
+  return `refund_${refundId}`;
+}

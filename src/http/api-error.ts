@@ -21,6 +21,14 @@ export const ERRORS = {
     status: 422,
     title: 'Idempotency-Key was already used with a different request',
   },
+  payment_not_refundable: {
+    status: 422,
+    title: 'Only a settled payment can be refunded',
+  },
+  refund_exceeds_payment: {
+    status: 422,
+    title: 'The refund exceeds what is left of the payment',
+  },
   rate_limited: { status: 429, title: 'Too many requests' },
   internal_error: { status: 500, title: 'Internal server error' },
   service_unavailable: { status: 503, title: 'Service temporarily unavailable' },

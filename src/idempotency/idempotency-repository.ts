@@ -101,6 +101,7 @@ export async function insertPaymentOnce(
 
 interface KeyRow {
   payment_id: string;
+  refund_id: string | null;
   fingerprint: Buffer;
   response_status: number;
   response_body: string;
@@ -114,7 +115,7 @@ export type FoundKey = { kind: 'live'; response: StoredResponse } | { kind: 'exp
 export async function findKey(db: Queryable, merchantId: string, key: string): Promise<FoundKey> {
   const { rows } = await db.query<KeyRow>({
     name: 'idempotency.find-key',
-    text: `SELECT payment_id, fingerprint, response_status, response_body, expires_at,
+    text: `SELECT payment_id, refund_id, fingerprint, response_status, response_body, expires_at,
             expires_at <= now() AS expired
        FROM idempotency_keys WHERE merchant_id = $1 AND idempotency_key = $2`,
     values: [merchantId, key],
@@ -126,6 +127,7 @@ export async function findKey(db: Queryable, merchantId: string, key: string): P
     kind: 'live',
     response: {
       paymentId: row.payment_id,
+      ...(row.refund_id === null ? {} : { refundId: row.refund_id }),
       fingerprint: row.fingerprint.toString('hex'),
       status: row.response_status,
       body: row.response_body,

@@ -17,6 +17,8 @@ export interface ResponseCache {
  */
 interface CachedResponse {
   paymentId: string;
+  /** Absent for payments (and in entries written before refunds existed). */
+  refundId?: string;
   fingerprint: string;
   status: number;
   body: string;
@@ -38,6 +40,7 @@ export function createResponseCache(redis: Redis, prefix: string, now = Date.now
       if (cached.expiresAtMs <= now()) return null;
       return {
         paymentId: cached.paymentId,
+        ...(cached.refundId === undefined ? {} : { refundId: cached.refundId }),
         fingerprint: cached.fingerprint,
         status: cached.status,
         body: cached.body,
@@ -49,6 +52,7 @@ export function createResponseCache(redis: Redis, prefix: string, now = Date.now
       if (ttlMs <= 0) return;
       const cached: CachedResponse = {
         paymentId: response.paymentId,
+        ...(response.refundId === undefined ? {} : { refundId: response.refundId }),
         fingerprint: response.fingerprint,
         status: response.status,
         body: response.body,

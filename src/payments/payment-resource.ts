@@ -10,6 +10,8 @@ export interface PaymentRow {
   metadata: Record<string, string>;
   status: PaymentResource['status'];
   failure_code: string | null;
+  /** Read by GET and list; absent where a query does not select it. */
+  amount_refunded?: string | number;
   created_at: Date;
 }
 
@@ -44,6 +46,12 @@ export function toPaymentResource(row: PaymentRow): PaymentResource {
     description: row.description,
     metadata: row.metadata,
     ...(row.failure_code === null ? {} : { failure_code: row.failure_code }),
+    ...(row.amount_refunded === undefined
+      ? {}
+      : {
+          amount_refunded: Number(row.amount_refunded),
+          refunded: Number(row.amount_refunded) === Number(row.amount),
+        }),
     created_at: row.created_at.toISOString(),
   };
 }

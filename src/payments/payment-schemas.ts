@@ -33,6 +33,12 @@ export const SOURCES = [
   ...(['1', '2', '3', '4', '5', '6', '7', '8', '9'] as const).map(
     (n) => `tok_transient_${n}` as const,
   ),
+  // Charge approved; drive the refund path (refunds/refund-acquirer-behaviour in the simulator).
+  'tok_refund_decline',
+  'tok_refund_unavailable',
+  ...(['1', '2', '3', '4', '5', '6', '7', '8', '9'] as const).map(
+    (n) => `tok_refund_transient_${n}` as const,
+  ),
 ] as const;
 
 export const MAX_AMOUNT = 99_999_999;
@@ -83,6 +89,16 @@ export const paymentSchema = z
     description: z.string().nullable(),
     metadata: z.record(z.string(), z.string()),
     failure_code: z.string().optional().describe('Present when status is failed.'),
+    amount_refunded: z
+      .int()
+      .optional()
+      .describe(
+        'Sum of the refunds that are not failed (pending or succeeded), in minor units. Present on reads and result events; absent from the 202 of POST /payments and `payment.created`.',
+      ),
+    refunded: z
+      .boolean()
+      .optional()
+      .describe('True when amount_refunded equals amount. Present with amount_refunded.'),
     created_at: z.iso.datetime(),
   })
   .meta({ id: 'Payment' });

@@ -28,7 +28,7 @@ interface Authenticated {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Every /payments request: a known merchant within its rate limit, bound to the log context. */
-function authenticateMerchant(deps: PaymentsRouterDeps) {
+export function authenticateMerchant(deps: Pick<PaymentsRouterDeps, 'authenticate' | 'rateLimit'>) {
   return async (req: Request, res: Response, next: NextFunction) => {
     const merchant = await authenticate(deps.authenticate, req.headers.authorization);
     const limited = deps.rateLimit(merchant.id);
@@ -44,7 +44,7 @@ function authenticateMerchant(deps: PaymentsRouterDeps) {
 }
 
 /** POST /payments before its body is read: a valid Idempotency-Key and a JSON content type. */
-function requireKeyAndJson(req: Request, res: Response, next: NextFunction): void {
+export function requireKeyAndJson(req: Request, res: Response, next: NextFunction): void {
   const key = parseIdempotencyKey(req.headers['idempotency-key']);
   if (!key.ok) {
     throw key.reason === 'missing'
@@ -110,15 +110,10 @@ function listPaymentsHandler(db: Queryable) {
   };
 }
 
-/**
- * The payments component's HTTP entry point. Handlers only translate HTTP to the service and
- * back; request-level rejections are ApiErrors thrown before anything is written (I5), the
- * service's refusals are domain errors (payment-errors.ts); the app maps both to problem+json.
- */
-export function paymentsRouter(deps: PaymentsRouterDeps): Router {
-  const router = Router();
-  const parseJson = express.json({
-    limit: deps.bodyLimitBytes,
+/** The JSON body parser of the creating POSTs (refunds reuse it). */
+export function jsonBody(limitBytes: number) {
+  return express.json({
+    limit: limitBytes,
     strict: false,
     type: () => true,
     // body-parser turns an empty body into {}; remember the size so it can be refused instead.
@@ -126,6 +121,16 @@ export function paymentsRouter(deps: PaymentsRouterDeps): Router {
       (res as unknown as Response).locals.bodyBytes = buffer.length;
     },
   });
+}
+
+/**
+ * The payments component's HTTP entry point. Handlers only translate HTTP to the service and
+ * back; request-level rejections are ApiErrors thrown before anything is written (I5), the
+ * service's refusals are domain errors (payment-errors.ts); the app maps both to problem+json.
+ */
+export function paymentsRouter(deps: PaymentsRouterDeps): Router {
+  const router = Router();
+  const parseJson = jsonBody(deps.bodyLimitBytes);
   router.use('/payments', authenticateMerchant(deps));
   router.post('/payments', requireKeyAndJson, parseJson, createPaymentHandler(deps.createPayment));
   router.get('/payments/:id', getPaymentHandler(deps.db));
@@ -142,7 +147,7 @@ async function authenticate(auth: Authenticate, header: string | undefined): Pro
   return merchant;
 }
 
-function validate<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
+export function validate<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
   const result = schema.safeParse(input);
   if (result.success) return result.data;
   const errors = result.error.issues.flatMap((issue) => {

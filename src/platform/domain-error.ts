@@ -3,7 +3,12 @@
  * maps each code to a status in one place (src/http/error-handler.ts); workers may log them.
  */
 export type DomainErrorCode =
-  'idempotency_key_reused' | 'idempotency_key_in_use' | 'service_unavailable';
+  | 'idempotency_key_reused'
+  | 'idempotency_key_in_use'
+  | 'service_unavailable'
+  | 'not_found'
+  | 'payment_not_refundable'
+  | 'refund_exceeds_payment';
 
 /** Base of the errors components throw: a stable code, a message for people, a retry hint. */
 export abstract class DomainError extends Error {

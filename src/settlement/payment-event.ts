@@ -1,8 +1,19 @@
 import { z } from 'zod';
 import { paymentSchema } from '../payments/payment-schemas.js';
 
-/** The CloudEvents types on the payments topic; settlement acts on `payment.created` only. */
-export const KNOWN_EVENT_TYPES = ['payment.created', 'payment.settled', 'payment.failed'] as const;
+/**
+ * The CloudEvents types on the payments topic; settlement acts on `payment.created` only.
+ * Refund events share the topic (keyed by payment id, for order) and are skipped here: refund
+ * work is a durable job written with the refund (src/refunds), not consumed from Kafka.
+ */
+export const KNOWN_EVENT_TYPES = [
+  'payment.created',
+  'payment.settled',
+  'payment.failed',
+  'refund.created',
+  'refund.succeeded',
+  'refund.failed',
+] as const;
 
 const envelopeSchema = z.object({
   specversion: z.literal('1.0'),

@@ -22,7 +22,13 @@ describe('buildOpenApiDocument', () => {
 
   it('when generated, then it is OpenAPI 3.1 with the payments operations', () => {
     expect(doc.openapi).toBe('3.1.0');
-    expect(Object.keys(doc.paths)).toEqual(['/payments', '/payments/{id}']);
+    expect(Object.keys(doc.paths)).toEqual([
+      '/payments',
+      '/payments/{id}',
+      '/payments/{id}/refunds',
+      '/refunds/{id}',
+    ]);
+    expect(Object.keys(doc.paths['/payments/{id}/refunds'] ?? {})).toEqual(['post', 'get']);
     expect(Object.keys(doc.paths['/payments'] ?? {})).toEqual(['post', 'get']);
   });
 
@@ -53,6 +59,16 @@ describe('buildOpenApiDocument', () => {
   it('when generated, then each error response of POST /payments names the codes of the brief table', () => {
     const { 404: _notFound, ...expected } = BRIEF_ERROR_TABLE;
     expect(documentedCodes(doc.paths['/payments']?.post?.responses ?? {})).toEqual(expected);
+  });
+
+  it('when generated, then POST /payments/{id}/refunds documents the refund refusals under 422', () => {
+    const documented = documentedCodes(doc.paths['/payments/{id}/refunds']?.post?.responses ?? {});
+    expect(documented['422']).toEqual([
+      'idempotency_key_reused',
+      'payment_not_refundable',
+      'refund_exceeds_payment',
+    ]);
+    expect(documented['404']).toEqual(['not_found']);
   });
 
   it.each([

@@ -38,6 +38,8 @@ const TYPES = {
  */
 export function createEventLog() {
   const payments = new Map<string, PaymentEvents>();
+  /** Refund events (verify-refunds.ts): copies per event id, and their keys' payment ids. */
+  const refunds = new Map<string, { copies: number; paymentIds: Set<string | null> }>();
   const malformed: MalformedRecord[] = [];
   const seenIds = new Set<string>();
   let records = 0;
@@ -45,6 +47,7 @@ export function createEventLog() {
 
   return {
     payments,
+    refunds,
     malformed,
     /** Records read, and how many of them repeat an event id already seen (at least once). */
     counts: () => ({ read: records, distinct: seenIds.size, copies }),
@@ -52,6 +55,15 @@ export function createEventLog() {
       records++;
       const { ce_id: eventId, ce_type: type, ce_subject: subject } = record.headers;
       const paymentId = subject ?? record.key;
+      if (eventId !== undefined && type?.startsWith('refund.')) {
+        const seen = refunds.get(eventId) ?? { copies: 0, paymentIds: new Set() };
+        seen.copies++;
+        seen.paymentIds.add(record.key);
+        refunds.set(eventId, seen);
+        if (seenIds.has(eventId)) copies++;
+        else seenIds.add(eventId);
+        return;
+      }
       const kind = type === undefined ? undefined : TYPES[type as keyof typeof TYPES];
       if (eventId === undefined || kind === undefined || paymentId === null) {
         malformed.push({

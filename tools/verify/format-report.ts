@@ -3,13 +3,15 @@ import type { VerifyReport } from './verify-payments.js';
 
 /** The report for people: a summary, then each kind of violation with a few examples. */
 export function formatReport(report: VerifyReport, examplesPerCode = 5): string {
-  const { payments, acquirer, events, deadLetters } = report;
+  const { payments, acquirer, events, deadLetters, refunds } = report;
   const lines = [
     `verify: ${report.scope} (checked ${report.checkedAt}, grace ${report.graceSeconds} s)`,
     `  payments      ${payments.total}: ${payments.settled} settled, ${payments.failed} failed, ` +
       `${payments.processing} processing (${payments.deadLettered} dead-lettered), ` +
       `${payments.pending} pending; ${payments.inFlight} in flight (within the grace period)`,
     `  keys          ${report.keys} idempotency records for them`,
+    `  refunds       ${refunds.total}: ${refunds.succeeded} succeeded, ${refunds.failed} failed, ` +
+      `${refunds.pending} pending (${refunds.deadLettered} dead-lettered, ${refunds.inFlight} in flight)`,
     `  acquirer      ${acquirer.approved} approved and ${acquirer.declined} declined charges, ` +
       `${acquirer.calls} calls (${acquirer.replayedCalls} answered from its books)`,
     events

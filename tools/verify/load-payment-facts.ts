@@ -68,7 +68,7 @@ export async function loadPaymentFacts(db: Queryable, scope: VerifyScope): Promi
               count(*) FILTER (WHERE k.merchant_id <> s.merchant_id)::int AS foreign_records,
               count(*) FILTER (WHERE position(('"id":"' || s.id::text || '"') IN k.response_body) = 0)::int
                 AS mismatched
-         FROM idempotency_keys k JOIN scope s ON s.id = k.payment_id
+         FROM idempotency_keys k JOIN scope s ON s.id = k.payment_id AND k.refund_id IS NULL
         GROUP BY k.payment_id),
      charges AS (
        SELECT c.payment_id,
@@ -94,7 +94,7 @@ export async function loadPaymentFacts(db: Queryable, scope: VerifyScope): Promi
                 'state', CASE WHEN o.parked_at IS NOT NULL THEN 'parked'
                               WHEN o.published_at IS NOT NULL THEN 'published' ELSE 'pending' END,
                 'age', extract(epoch FROM now() - o.created_at)) ORDER BY o.id) AS rows
-         FROM outbox o JOIN scope s ON s.id = o.aggregate_id
+         FROM outbox o JOIN scope s ON s.id = o.aggregate_id AND o.event_type LIKE 'payment.%'
         GROUP BY o.aggregate_id)
      SELECT s.id, s.merchant_id, s.status, s.failure_code,
             extract(epoch FROM now() - s.created_at)::float8 AS age_s,

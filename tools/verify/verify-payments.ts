@@ -6,6 +6,7 @@ import { existingPayments, loadOrphans, loadPaymentFacts } from './load-payment-
 import { readTopicToEnd } from './read-topic-to-end.js';
 import type { Violation, ViolationCode } from './violation.js';
 import { describeScope, isScoped, type VerifyScope } from './verify-scope.js';
+import { verifyRefunds, type RefundReport } from './verify-refunds.js';
 
 export interface VerifyDeps {
   db: Queryable;
@@ -37,6 +38,7 @@ export interface VerifyReport {
   acquirer: { approved: number; declined: number; calls: number; replayedCalls: number };
   events: { read: number; distinct: number; copies: number } | null;
   deadLetters: { read: number; eventIds: number; withoutEventId: number } | null;
+  refunds: RefundReport;
   counts: Partial<Record<ViolationCode, number>>;
   violations: Violation[];
 }
@@ -114,6 +116,14 @@ export async function verifyPayments(
       detail: `partition ${record.partition} offset ${record.offset}: ${record.problem}`,
     });
 
+  const refunds = await verifyRefunds(
+    deps.db,
+    options.scope,
+    deps.kafka ? { events, deadLetters: deadLetters.byEventId } : null,
+    options.graceSeconds,
+  );
+  violations.push(...refunds.violations);
+
   const counts: Partial<Record<ViolationCode, number>> = {};
   for (const violation of violations) counts[violation.code] = (counts[violation.code] ?? 0) + 1;
   return {
@@ -125,6 +135,7 @@ export async function verifyPayments(
     acquirer,
     events: deps.kafka ? events.counts() : null,
     deadLetters: deps.kafka ? deadLetters.counts() : null,
+    refunds: refunds.report,
     counts,
     violations,
   };

@@ -40,6 +40,19 @@ export const VIOLATIONS = {
   unresolved_settlement:
     'I7: settlement job still retrying after the grace period (neither terminal nor dead-lettered)',
   dead_letter_missing: 'I7: settlement job is dead but its event is not on the dead-letter topic',
+  // Refunds (verify-refunds.ts, DESIGN.md Part VI)
+  refunds_exceed_payment: 'refund: the refunds not failed add up to more than the payment amount',
+  amount_refunded_mismatch:
+    'refund: payments.amount_refunded is not the sum of the refunds that are not failed',
+  duplicate_acquirer_refund: 'refund: more than one successful acquirer refund for one refund',
+  refund_outcome_mismatch: "refund: the refund's status disagrees with the acquirer's books",
+  unresolved_refund:
+    'refund: still pending after the grace period (neither terminal nor dead-lettered)',
+  refund_dead_letter_missing: 'refund: job is dead but its refund.created is not dead-lettered',
+  refund_job_mismatch: 'refund: pending without a job, or terminal with one',
+  refund_event_missing: 'refund: refund.created or its result event is missing on the topic',
+  refund_result_events: 'refund: both or the wrong result event on the topic',
+  refund_event_key: 'refund: a refund event keyed by something other than its payment id',
 } as const;
 
 export type ViolationCode = keyof typeof VIOLATIONS;

@@ -11,6 +11,7 @@ import { paymentsRouter, type PaymentsRouterDeps } from '../../payments/payments
 import type { Logger } from '../../platform/logger.js';
 import { metricsRegistry } from '../../platform/metrics.js';
 import type { ReadinessReport } from '../../platform/readiness.js';
+import { refundsRouter, type RefundsRouterDeps } from '../../refunds/refunds-router.js';
 import { buildOpenApiDocument } from './openapi.js';
 
 /** docs/asyncapi.yaml at the repository root, found from this file (src/ or dist/). */
@@ -23,6 +24,8 @@ export interface AppDeps {
   logger: Logger;
   readiness: () => Promise<ReadinessReport>;
   payments: PaymentsRouterDeps;
+  /** POST/GET /payments/{id}/refunds and GET /refunds/{id}; absent, those routes are 404. */
+  refunds?: RefundsRouterDeps;
   /** Retry-After of a 503 when Postgres is unavailable. */
   unavailableRetryAfterSeconds: number;
 }
@@ -59,6 +62,8 @@ export function buildApp(deps: AppDeps): Express {
     res.type('application/yaml').send(asyncApi);
   });
 
+  // Before the payments router: it authenticates its own paths, so each request once.
+  if (deps.refunds) app.use(refundsRouter(deps.refunds));
   app.use(paymentsRouter(deps.payments));
 
   app.use((req) => {

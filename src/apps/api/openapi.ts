@@ -7,6 +7,12 @@ import {
   paymentSchema,
   problemSchema,
 } from '../../payments/payment-schemas.js';
+import {
+  createRefundBodySchema,
+  listRefundsQuerySchema,
+  refundListSchema,
+  refundSchema,
+} from '../../refunds/refund-schemas.js';
 
 type JsonObject = Record<string, unknown>;
 
@@ -140,6 +146,93 @@ function getPaymentOperation(): JsonObject {
   };
 }
 
+function createRefundOperation(): JsonObject {
+  return {
+    operationId: 'createRefund',
+    description:
+      'Refunds a settled payment, in full (amount left out: what is left) or in part. The same ' +
+      'idempotency contract as POST /payments, in the same per-merchant key space (a key used on ' +
+      'another endpoint is 422). The sum of refunds that are not failed never exceeds the amount.',
+    parameters: [paymentIdParameter, idempotencyKeyHeader],
+    requestBody: {
+      required: true,
+      content: { 'application/json': { schema: ref('CreateRefundRequest') } },
+    },
+    responses: {
+      '202': {
+        description:
+          'Accepted (pending; the acquirer is called asynchronously) or the stored response replayed (header Idempotent-Replayed: true). Location: /refunds/{id}.',
+        headers: {
+          Location: { schema: { type: 'string' } },
+          'Idempotent-Replayed': { schema: { type: 'string', enum: ['true'] } },
+        },
+        content: { 'application/json': { schema: ref('Refund') } },
+      },
+      ...problems(
+        'idempotency_key_missing',
+        'idempotency_key_invalid',
+        'malformed_json',
+        'validation_failed',
+        'unauthorized',
+        'not_found',
+        'idempotency_key_in_use',
+        'payload_too_large',
+        'unsupported_media_type',
+        'idempotency_key_reused',
+        'payment_not_refundable',
+        'refund_exceeds_payment',
+        'rate_limited',
+        'service_unavailable',
+      ),
+    },
+  };
+}
+
+function listRefundsOperation(): JsonObject {
+  const query = z.toJSONSchema(listRefundsQuerySchema, { io: 'input' }) as {
+    properties: Record<string, JsonObject>;
+  };
+  return {
+    operationId: 'listRefunds',
+    parameters: [
+      paymentIdParameter,
+      ...Object.entries(query.properties).map(([name, schema]) => ({
+        name,
+        in: 'query',
+        required: false,
+        schema,
+      })),
+    ],
+    responses: {
+      '200': {
+        description: "The payment's refunds, newest first.",
+        content: { 'application/json': { schema: ref('RefundList') } },
+      },
+      ...problems(
+        'validation_failed',
+        'unauthorized',
+        'not_found',
+        'rate_limited',
+        'service_unavailable',
+      ),
+    },
+  };
+}
+
+function getRefundOperation(): JsonObject {
+  return {
+    operationId: 'getRefund',
+    parameters: [paymentIdParameter],
+    responses: {
+      '200': {
+        description: 'The refund.',
+        content: { 'application/json': { schema: ref('Refund') } },
+      },
+      ...problems('unauthorized', 'not_found', 'rate_limited', 'service_unavailable'),
+    },
+  };
+}
+
 /** The OpenAPI 3.1 description of the HTTP API, generated from the zod schemas in use. */
 export function buildOpenApiDocument(): JsonObject {
   return {
@@ -154,6 +247,8 @@ export function buildOpenApiDocument(): JsonObject {
     paths: {
       '/payments': { post: createPaymentOperation(), get: listPaymentsOperation() },
       '/payments/{id}': { get: getPaymentOperation() },
+      '/payments/{id}/refunds': { post: createRefundOperation(), get: listRefundsOperation() },
+      '/refunds/{id}': { get: getRefundOperation() },
     },
     components: {
       securitySchemes: { apiKey: { type: 'http', scheme: 'bearer' } },
@@ -161,6 +256,9 @@ export function buildOpenApiDocument(): JsonObject {
         { schema: createPaymentBodySchema, io: 'input' },
         { schema: paymentSchema, io: 'output' },
         { schema: paymentListSchema, io: 'output' },
+        { schema: createRefundBodySchema, io: 'input' },
+        { schema: refundSchema, io: 'output' },
+        { schema: refundListSchema, io: 'output' },
         { schema: problemSchema, io: 'output' },
       ]),
     },

@@ -8,6 +8,7 @@ import { createPaymentService, type CreatePaymentDeps } from '../../payments/cre
 import { closeServer, listen } from '../../platform/http-listen.js';
 import { checkReadiness } from '../../platform/readiness.js';
 import type { Platform } from '../../platform/platform.js';
+import { createRefundService } from '../../refunds/create-refund.js';
 import type { RunningRole } from '../running-role.js';
 import { buildApp } from './app.js';
 
@@ -22,22 +23,34 @@ export async function startApi(
   options: ApiOptions = {},
 ): Promise<RunningRole & { port: number }> {
   const { config, logger, pool, redis } = platform;
+  const cache = createResponseCache(redis, config.REDIS_KEY_PREFIX);
+  const locks = createKeyLocks(redis, config.REDIS_KEY_PREFIX, config.IDEMPOTENCY_LOCK_TTL_MS);
   const createPayment = createPaymentService({
     db: pool,
-    cache: createResponseCache(redis, config.REDIS_KEY_PREFIX),
-    locks: createKeyLocks(redis, config.REDIS_KEY_PREFIX, config.IDEMPOTENCY_LOCK_TTL_MS),
+    cache,
+    locks,
     logger,
     config,
     ...(options.beforeWrite ? { beforeWrite: options.beforeWrite } : {}),
   });
+  const createRefund = createRefundService({ pool, cache, locks, logger, config });
+  const authenticate = createAuthenticator(pool, config.AUTH_CACHE_TTL_MS);
+  const rateLimit = createRateLimiter(config.RATE_LIMIT_PER_SECOND, config.RATE_LIMIT_BURST);
   const app = buildApp({
     logger,
     readiness: () => checkReadiness(platform.checks, config.READINESS_TIMEOUT_MS),
     payments: {
       db: pool,
-      authenticate: createAuthenticator(pool, config.AUTH_CACHE_TTL_MS),
-      rateLimit: createRateLimiter(config.RATE_LIMIT_PER_SECOND, config.RATE_LIMIT_BURST),
+      authenticate,
+      rateLimit,
       createPayment,
+      bodyLimitBytes: config.HTTP_BODY_LIMIT_BYTES,
+    },
+    refunds: {
+      db: pool,
+      authenticate,
+      rateLimit,
+      createRefund,
       bodyLimitBytes: config.HTTP_BODY_LIMIT_BYTES,
     },
     unavailableRetryAfterSeconds: config.UNAVAILABLE_RETRY_AFTER_SECONDS,

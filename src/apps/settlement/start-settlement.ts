@@ -1,5 +1,6 @@
 import { createAcquirerSimulator } from '../../acquirer/acquirer-simulator.js';
-import type { Acquirer } from '../../acquirer/acquirer.js';
+import type { Acquirer, RefundAcquirer } from '../../acquirer/acquirer.js';
+import { createRefundSimulator } from '../../acquirer/refund-simulator.js';
 import { connectInBackground } from '../../platform/connect-in-background.js';
 import {
   consumeBatches,
@@ -10,6 +11,7 @@ import {
 } from '../../platform/kafka.js';
 import type { Platform } from '../../platform/platform.js';
 import { registerSettlementBacklogProbe } from '../../settlement/settlement-backlog-metrics.js';
+import { createRefundWorker, type RefundWorkerDeps } from '../../refunds/refund-worker.js';
 import { createSettlementHandler } from '../../settlement/settlement-consumer.js';
 import { createSettlementWorker, type WorkerDeps } from '../../settlement/settlement-worker.js';
 import type { RunningRole } from '../running-role.js';
@@ -21,6 +23,10 @@ export interface SettlementOptions {
   afterCharge?: WorkerDeps['afterCharge'];
   /** Test-only fault injection: runs before each dead letter is sent; a rejection fails it. */
   beforeDeadLetter?: () => Promise<void>;
+  /** Refunds go to the simulator's refunds unless given. */
+  refundAcquirer?: RefundAcquirer;
+  /** Test-only fault injection, see RefundWorkerDeps. */
+  afterRefund?: RefundWorkerDeps['afterRefund'];
 }
 
 /**
@@ -53,6 +59,17 @@ export function startSettlement(
     config,
     ...(options.afterCharge ? { afterCharge: options.afterCharge } : {}),
   });
+  // Refund jobs are written by the API with each refund; this worker beside the charges' one
+  // works them with the same retry policy and dead-letter topic (DESIGN, Part VI).
+  const refundWorker = createRefundWorker({
+    pool,
+    acquirer: options.refundAcquirer ?? createRefundSimulator(pool),
+    publishDeadLetter: (record) =>
+      publish(producer, [{ topic: config.KAFKA_TOPIC_DLQ, records: [record] }]),
+    logger,
+    config,
+    ...(options.afterRefund ? { afterRefund: options.afterRefund } : {}),
+  });
   const handle = createSettlementHandler({ pool, worker, logger });
   const unregisterBacklog = registerSettlementBacklogProbe(pool);
   const consumer = createConsumer(kafka, config.KAFKA_CONSUMER_GROUP);
@@ -73,6 +90,7 @@ export function startSettlement(
     logger,
     () => {
       worker.start();
+      refundWorker.start();
     },
   );
   const consuming = connectInBackground(
@@ -106,7 +124,7 @@ export function startSettlement(
       // Stop intake first (in-flight records finish and commit), then the worker's jobs.
       if (await consuming.connected) await consumer.disconnect();
       if (await producing.connected) {
-        await worker.stop();
+        await Promise.all([worker.stop(), refundWorker.stop()]);
         await producer.disconnect();
       }
     },

@@ -1,13 +1,26 @@
 import { timingSafeEqual } from 'node:crypto';
-import type { StoredResponse } from '../idempotency/stored-response.js';
-import { IdempotencyKeyReused } from './payment-errors.js';
+import type { StoredResponse } from './stored-response.js';
+import { IdempotencyKeyReused } from './idempotency-errors.js';
 
-/** What POST /payments answers: the stored status and body, and whether it is a replay. */
+/** What an idempotent POST answers: the stored status and body, and whether it is a replay. */
 export interface CreateOutcome {
   status: number;
   body: string;
   paymentId: string;
+  /** Set when the resource created is a refund (its Location is /refunds/{refundId}). */
+  refundId?: string;
   replayed: boolean;
+}
+
+/** The outcome of a stored response, replayed or first. */
+export function outcomeOf(stored: StoredResponse, replayed: boolean): CreateOutcome {
+  return {
+    status: stored.status,
+    body: stored.body,
+    paymentId: stored.paymentId,
+    ...(stored.refundId === undefined ? {} : { refundId: stored.refundId }),
+    replayed,
+  };
 }
 
 /** IdempotencyKeyReused unless the stored request is this request. */
@@ -21,10 +34,5 @@ export function assertSameRequest(storedFingerprintHex: string, fingerprint: Buf
 /** The stored answer for this request: a replay, or IdempotencyKeyReused for another body. */
 export function replayStoredResponse(stored: StoredResponse, fingerprint: Buffer): CreateOutcome {
   assertSameRequest(stored.fingerprint, fingerprint);
-  return {
-    status: stored.status,
-    body: stored.body,
-    paymentId: stored.paymentId,
-    replayed: true,
-  };
+  return outcomeOf(stored, true);
 }

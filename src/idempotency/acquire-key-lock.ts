@@ -1,4 +1,4 @@
-import type { KeyLocks } from '../idempotency/key-lock.js';
+import type { KeyLocks } from './key-lock.js';
 import type { RedisGuard } from './redis-guard.js';
 
 export type KeyLockResult =

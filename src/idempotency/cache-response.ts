@@ -1,5 +1,5 @@
-import type { ResponseCache } from '../idempotency/response-cache.js';
-import type { StoredResponse } from '../idempotency/stored-response.js';
+import type { ResponseCache } from './response-cache.js';
+import type { StoredResponse } from './stored-response.js';
 import type { Logger } from '../platform/logger.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { Logger } from '../platform/logger.js';
-import { IdempotencyCacheUnavailable } from './payment-errors.js';
+import { IdempotencyCacheUnavailable } from './idempotency-errors.js';
 
 /** An outage is reported every few seconds while it lasts, not on every request. */
 const REDIS_WARNING_INTERVAL_MS = 5_000;

@@ -1,9 +1,9 @@
-import { findKey } from '../idempotency/idempotency-repository.js';
-import type { ResponseCache } from '../idempotency/response-cache.js';
+import { findKey } from './idempotency-repository.js';
+import type { ResponseCache } from './response-cache.js';
 import type { Merchant } from '../merchants/merchant-repository.js';
 import type { Queryable } from '../platform/db.js';
-import type { PaymentDatabaseGuard } from './payment-database-guard.js';
-import { IdempotencyKeyInUse } from './payment-errors.js';
+import type { DatabaseGuard } from './write-once.js';
+import { IdempotencyKeyInUse } from './idempotency-errors.js';
 import type { RedisGuard } from './redis-guard.js';
 import {
   assertSameRequest,
@@ -18,7 +18,7 @@ export interface InFlightDeps {
   db: Queryable;
   cache: ResponseCache;
   redis: RedisGuard;
-  database: PaymentDatabaseGuard;
+  database: DatabaseGuard;
   sleep: (ms: number) => Promise<void>;
   /** How long to wait for the twin's result: 0 answers at once (IDEMPOTENCY_IN_FLIGHT=reject). */
   waitMs: number;

@@ -1,0 +1,97 @@
+import type { Merchant } from '../merchants/merchant-repository.js';
+import type { Config } from '../platform/config.js';
+import type { Queryable } from '../platform/db.js';
+import type { Logger } from '../platform/logger.js';
+import { acquireKeyLock } from './acquire-key-lock.js';
+import { awaitInFlightTwin, type InFlightDeps } from './await-in-flight-twin.js';
+import { cacheResponse } from './cache-response.js';
+import type { KeyLocks } from './key-lock.js';
+import { createRedisGuard } from './redis-guard.js';
+import { outcomeOf, replayStoredResponse, type CreateOutcome } from './replay-stored-response.js';
+import type { ResponseCache } from './response-cache.js';
+import { writeOnce, type DatabaseGuard, type InsertOnce } from './write-once.js';
+
+export interface IdempotentCreateDeps {
+  db: Queryable;
+  cache: ResponseCache;
+  locks: KeyLocks;
+  logger: Logger;
+  /** Maps "Postgres unreachable" to the component's 503. */
+  database: DatabaseGuard;
+  config: Pick<
+    Config,
+    | 'IDEMPOTENCY_IN_FLIGHT'
+    | 'IDEMPOTENCY_WAIT_MS'
+    | 'IDEMPOTENCY_RETRY_AFTER_SECONDS'
+    | 'REDIS_FAILURE_MODE'
+    | 'UNAVAILABLE_RETRY_AFTER_SECONDS'
+  >;
+  /** Fault injection for tests: runs after the lock is taken, before the database write. */
+  beforeWrite?: () => Promise<void>;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+/**
+ * The idempotency contract of every creating POST (payments, refunds), in named steps:
+ * replay from the Redis cache -> acquire the key's lock (or await its in-flight twin) -> the
+ * resource's one-transaction insert of record + resource + outbox row (the UNIQUE constraint is
+ * the guard) -> cache the response -> release. Redis failing anywhere degrades to the database
+ * path (or IdempotencyCacheUnavailable with REDIS_FAILURE_MODE=closed). What differs per
+ * endpoint is only the fingerprint (method + path + body) and the insert.
+ */
+export function createIdempotentCreate(deps: IdempotentCreateDeps) {
+  const { config, logger, cache } = deps;
+  const redis = createRedisGuard({
+    failClosed: config.REDIS_FAILURE_MODE === 'closed',
+    retryAfterSeconds: config.UNAVAILABLE_RETRY_AFTER_SECONDS,
+    logger,
+  });
+  const inFlight: InFlightDeps = {
+    db: deps.db,
+    cache,
+    redis,
+    database: deps.database,
+    sleep: deps.sleep ?? ((ms: number) => new Promise((r) => setTimeout(r, ms))),
+    waitMs: config.IDEMPOTENCY_IN_FLIGHT === 'wait' ? config.IDEMPOTENCY_WAIT_MS : 0,
+    retryAfterSeconds: config.IDEMPOTENCY_RETRY_AFTER_SECONDS,
+  };
+
+  return async function runIdempotently(
+    merchant: Merchant,
+    key: string,
+    fingerprint: Buffer,
+    insert: InsertOnce,
+  ): Promise<CreateOutcome> {
+    const cached = await redis.attempt('cache-get', () => cache.get(merchant.id, key));
+    if (cached) return replayStoredResponse(cached, fingerprint);
+
+    const lock = await acquireKeyLock(
+      deps.locks,
+      redis,
+      merchant.id,
+      key,
+      fingerprint.toString('hex'),
+    );
+    if (lock.kind === 'held') {
+      return awaitInFlightTwin(inFlight, merchant, key, fingerprint, lock.holderFingerprint);
+    }
+    try {
+      await deps.beforeWrite?.();
+      const { created, stored } = await writeOnce(
+        { db: deps.db, database: deps.database },
+        merchant.id,
+        key,
+        insert,
+      );
+      // The cache write and the release go out together; on one connection Redis applies them
+      // in order, so no request sees the key unlocked before its response is cached.
+      await Promise.all([cacheResponse(cache, logger, merchant.id, key, stored), lock.release()]);
+      if (!created) return replayStoredResponse(stored, fingerprint);
+      return outcomeOf(stored, false);
+    } finally {
+      await lock.release();
+    }
+  };
+}
+
+export type RunIdempotently = ReturnType<typeof createIdempotentCreate>;

@@ -1,0 +1,69 @@
+import { v7 as uuidv7 } from 'uuid';
+import { requestFingerprint } from '../idempotency/fingerprint.js';
+import { createIdempotentCreate } from '../idempotency/idempotent-create.js';
+import type { KeyLocks } from '../idempotency/key-lock.js';
+import type { CreateOutcome } from '../idempotency/replay-stored-response.js';
+import type { ResponseCache } from '../idempotency/response-cache.js';
+import type { Merchant } from '../merchants/merchant-repository.js';
+import { paymentDatabaseGuard } from '../payments/payment-database-guard.js';
+import type { Config } from '../platform/config.js';
+import type { Pool } from '../platform/db.js';
+import type { Logger } from '../platform/logger.js';
+import { insertRefundOnce } from './insert-refund-once.js';
+import type { CreateRefundBody } from './refund-schemas.js';
+
+export interface CreateRefundDeps {
+  pool: Pool;
+  cache: ResponseCache;
+  locks: KeyLocks;
+  logger: Logger;
+  config: Pick<
+    Config,
+    | 'IDEMPOTENCY_KEY_TTL_SECONDS'
+    | 'IDEMPOTENCY_IN_FLIGHT'
+    | 'IDEMPOTENCY_WAIT_MS'
+    | 'IDEMPOTENCY_RETRY_AFTER_SECONDS'
+    | 'REDIS_FAILURE_MODE'
+    | 'UNAVAILABLE_RETRY_AFTER_SECONDS'
+    | 'KAFKA_TOPIC_PAYMENTS'
+  >;
+  now?: () => Date;
+}
+
+/**
+ * POST /payments/{id}/refunds, exactly once per (merchant, Idempotency-Key), through the same
+ * idempotency layer as POST /payments: only the fingerprint (its path names the payment) and
+ * the one-transaction insert (insert-refund-once.ts, where the money invariant lives) differ.
+ * Keys share the merchant's key space with POST /payments; reusing one across endpoints is 422.
+ */
+export function createRefundService(deps: CreateRefundDeps) {
+  const database = paymentDatabaseGuard(deps.config.UNAVAILABLE_RETRY_AFTER_SECONDS);
+  const runIdempotently = createIdempotentCreate({ ...deps, db: deps.pool, database });
+  const now = deps.now ?? (() => new Date());
+
+  return function createRefund(
+    merchant: Merchant,
+    key: string,
+    paymentId: string,
+    body: CreateRefundBody,
+  ): Promise<CreateOutcome> {
+    const fingerprint = requestFingerprint('POST', `/payments/${paymentId}/refunds`, body);
+    return runIdempotently(merchant, key, fingerprint, () =>
+      insertRefundOnce(deps.pool, {
+        merchantId: merchant.id,
+        idempotencyKey: key,
+        fingerprint,
+        ttlSeconds: deps.config.IDEMPOTENCY_KEY_TTL_SECONDS,
+        paymentId,
+        refundId: uuidv7(),
+        amount: body.amount ?? null,
+        reason: body.reason ?? null,
+        metadata: body.metadata ?? {},
+        createdAt: now(),
+        topic: deps.config.KAFKA_TOPIC_PAYMENTS,
+      }),
+    );
+  };
+}
+
+export type CreateRefund = ReturnType<typeof createRefundService>;

@@ -1,0 +1,143 @@
+import {
+  AcquirerTransientError,
+  refundIdempotencyKey,
+  type RefundAcquirer,
+} from '../acquirer/acquirer.js';
+import { toKafkaRecord } from '../outbox/cloud-event.js';
+import { refundEventId } from '../outbox/refund-event-id.js';
+import type { Pool } from '../platform/db.js';
+import type { Logger } from '../platform/logger.js';
+import type { PublishDeadLetter } from '../settlement/dead-letter-job.js';
+import { toDeadLetter } from '../settlement/dead-letter.js';
+import {
+  completeRefund,
+  markRefundDead,
+  scheduleRefundRetry,
+  type ClaimedRefundJob,
+  type RefundFailure,
+  type RefundFinal,
+} from './refund-job-repository.js';
+import { toRefundResource } from './refund-resource.js';
+
+export interface RefundJobDeps {
+  pool: Pool;
+  acquirer: RefundAcquirer;
+  publishDeadLetter: PublishDeadLetter;
+  logger: Logger;
+  acquirerTimeoutMs: number;
+  maxAttempts: number;
+  paymentsTopic: string;
+  retryDelayMs: (attempts: number) => number;
+  /** Fault injection for tests: runs after the acquirer answered, before the database commit. */
+  afterRefund?: (job: ClaimedRefundJob) => Promise<void>;
+}
+
+export type RefundJobOutcome = 'succeeded' | 'failed' | 'retried' | 'dead' | 'raced';
+
+/**
+ * One claimed refund job: call the acquirer's refund with the refund's stable key, then
+ * complete (succeeded, or failed and its amount released), retry later, or, once the attempts
+ * are exhausted (the charges' limit), dead-letter to the same topic as charges.
+ */
+export async function runRefundJob(
+  deps: RefundJobDeps,
+  job: ClaimedRefundJob,
+): Promise<RefundJobOutcome> {
+  const answer = await callRefund(deps, job);
+  await deps.afterRefund?.(job);
+  if ('status' in answer) {
+    const changed = await completeRefund(
+      deps.pool,
+      job.refund.id,
+      answer,
+      deps.paymentsTopic,
+      new Date(),
+    );
+    return changed ? answer.status : 'raced';
+  }
+  if (job.attempts < deps.maxAttempts) {
+    await scheduleRefundRetry(deps.pool, job.refund.id, answer, deps.retryDelayMs(job.attempts));
+    return 'retried';
+  }
+  await deadLetterRefund(deps, job, answer);
+  return 'dead';
+}
+
+async function callRefund(
+  deps: RefundJobDeps,
+  job: ClaimedRefundJob,
+): Promise<RefundFinal | RefundFailure> {
+  const { refund } = job;
+  try {
+    const answer = await deps.acquirer.refund(
+      {
+        idempotencyKey: refundIdempotencyKey(refund.id),
+        refundId: refund.id,
+        paymentId: refund.payment_id,
+        amount: Number(refund.amount),
+        currency: refund.currency,
+        source: job.source,
+      },
+      AbortSignal.timeout(deps.acquirerTimeoutMs),
+    );
+    return answer.outcome === 'approved'
+      ? { status: 'succeeded' }
+      : { status: 'failed', failureCode: answer.code };
+  } catch (error) {
+    if (error instanceof AcquirerTransientError) {
+      return { errorClass: error.errorClass, message: error.message };
+    }
+    if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) {
+      return { errorClass: 'acquirer_timeout', message: 'no answer within the call timeout' };
+    }
+    // Retried like a charge: the refund call is idempotent, so trying again is safe.
+    return {
+      errorClass: 'acquirer_error',
+      message: error instanceof Error ? error.message : String(error),
+    };
+  }
+}
+
+/**
+ * Publish first, then mark dead (a crash in between publishes again: at least once). The dead
+ * letter carries the refund's `refund.created` CloudEvent, keyed by the payment id.
+ */
+async function deadLetterRefund(
+  deps: RefundJobDeps,
+  job: ClaimedRefundJob,
+  failure: RefundFailure,
+): Promise<void> {
+  const { refund } = job;
+  const eventId = refundEventId(refund.id, 'refund.created');
+  const created = toKafkaRecord({
+    eventId,
+    eventType: 'refund.created',
+    aggregateId: refund.payment_id,
+    data: toRefundResource({ ...refund, status: 'pending', failure_code: null }),
+    createdAt: refund.created_at,
+  });
+  await deps.publishDeadLetter(
+    toDeadLetter(
+      {
+        topic: deps.paymentsTopic,
+        partition: -1,
+        offset: '-1',
+        key: created.key,
+        value: created.value,
+      },
+      {
+        eventId,
+        errorClass: failure.errorClass,
+        errorMessage: failure.message,
+        attempts: job.attempts,
+        firstFailureAt: job.firstFailureAt ?? new Date(),
+        lastFailureAt: new Date(),
+      },
+    ),
+  );
+  await markRefundDead(deps.pool, refund.id, failure);
+  deps.logger.warn(
+    { refund_id: refund.id, payment_id: refund.payment_id, attempts: job.attempts },
+    'refund retries exhausted; dead-lettered',
+  );
+}

@@ -1,0 +1,77 @@
+import { z } from 'zod';
+import { MAX_AMOUNT, MAX_LIST_LIMIT, SUPPORTED_CURRENCIES } from '../payments/payment-schemas.js';
+
+/** The request and response schemas of the refunds API (validation and OpenAPI). */
+
+export const REFUND_REASONS = ['duplicate', 'fraudulent', 'requested_by_customer'] as const;
+export const REFUND_STATUSES = ['pending', 'succeeded', 'failed'] as const;
+const MAX_METADATA_KEYS = 20;
+
+export const createRefundBodySchema = z
+  .strictObject({
+    amount: z
+      .number()
+      .int('must be an integer number of minor units')
+      .min(1, 'must be at least 1')
+      .max(MAX_AMOUNT, `must be at most ${MAX_AMOUNT}`)
+      .optional()
+      .describe('Amount to refund in minor units; defaults to what is left of the payment.'),
+    reason: z
+      .enum(REFUND_REASONS, { error: `must be one of ${REFUND_REASONS.join(', ')}` })
+      .optional(),
+    metadata: z
+      .record(
+        z.string().min(1, 'keys must not be empty').max(40, 'keys must be at most 40 characters'),
+        z
+          .string({ error: 'values must be strings' })
+          .max(500, 'values must be at most 500 characters'),
+      )
+      .refine((value) => Object.keys(value).length <= MAX_METADATA_KEYS, {
+        message: `must have at most ${MAX_METADATA_KEYS} keys`,
+      })
+      .optional(),
+  })
+  .meta({ id: 'CreateRefundRequest' });
+
+export type CreateRefundBody = z.infer<typeof createRefundBodySchema>;
+
+export const refundSchema = z
+  .object({
+    id: z.uuid(),
+    object: z.literal('refund'),
+    payment_id: z.uuid(),
+    amount: z.int(),
+    currency: z.enum(SUPPORTED_CURRENCIES),
+    status: z.enum(REFUND_STATUSES),
+    reason: z.enum(REFUND_REASONS).nullable(),
+    metadata: z.record(z.string(), z.string()),
+    failure_code: z.string().optional().describe('Present when status is failed.'),
+    created_at: z.iso.datetime(),
+  })
+  .meta({ id: 'Refund' });
+
+export type RefundResource = z.infer<typeof refundSchema>;
+
+export const refundListSchema = z
+  .object({
+    object: z.literal('list'),
+    data: z.array(refundSchema),
+    has_more: z.boolean(),
+  })
+  .meta({ id: 'RefundList' });
+
+export const listRefundsQuerySchema = z.strictObject({
+  limit: z
+    .string()
+    .regex(/^\d+$/, 'must be an integer')
+    .transform(Number)
+    .pipe(
+      z.int().min(1, 'must be at least 1').max(MAX_LIST_LIMIT, `must be at most ${MAX_LIST_LIMIT}`),
+    )
+    .default(10)
+    .describe(`Page size, 1-${MAX_LIST_LIMIT}.`),
+  starting_after: z
+    .uuid('must be a refund id')
+    .optional()
+    .describe('A refund id: the page starts after it (newest first).'),
+});

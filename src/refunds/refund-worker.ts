@@ -1,0 +1,114 @@
+import type { RefundAcquirer } from '../acquirer/acquirer.js';
+import { fullJitterDelay } from '../platform/backoff.js';
+import type { Config } from '../platform/config.js';
+import type { Pool } from '../platform/db.js';
+import type { Logger } from '../platform/logger.js';
+import type { PublishDeadLetter } from '../settlement/dead-letter-job.js';
+import { claimDueRefundJobs, type ClaimedRefundJob } from './refund-job-repository.js';
+import { runRefundJob, type RefundJobDeps, type RefundJobOutcome } from './refund-job.js';
+
+export interface RefundWorkerDeps {
+  pool: Pool;
+  acquirer: RefundAcquirer;
+  publishDeadLetter: PublishDeadLetter;
+  logger: Logger;
+  config: Pick<
+    Config,
+    | 'SETTLEMENT_MAX_ATTEMPTS'
+    | 'SETTLEMENT_BACKOFF_BASE_MS'
+    | 'SETTLEMENT_BACKOFF_CAP_MS'
+    | 'SETTLEMENT_LEASE_MS'
+    | 'SETTLEMENT_CONCURRENCY'
+    | 'SETTLEMENT_POLL_MS'
+    | 'ACQUIRER_TIMEOUT_MS'
+    | 'KAFKA_TOPIC_PAYMENTS'
+  >;
+  afterRefund?: RefundJobDeps['afterRefund'];
+  random?: () => number;
+}
+
+/**
+ * Works the durable refund jobs (written with each refund by the API) in the settlement role,
+ * with the charges' retry policy: same attempt limit, backoff, lease, timeout and dead-letter
+ * topic. `runOnce` claims one batch and works it (what tests drive); `start` polls until `stop`.
+ */
+export function createRefundWorker(deps: RefundWorkerDeps) {
+  const { config, logger } = deps;
+  const random = deps.random ?? Math.random;
+  const steps: RefundJobDeps = {
+    pool: deps.pool,
+    acquirer: deps.acquirer,
+    publishDeadLetter: deps.publishDeadLetter,
+    logger,
+    acquirerTimeoutMs: config.ACQUIRER_TIMEOUT_MS,
+    maxAttempts: config.SETTLEMENT_MAX_ATTEMPTS,
+    paymentsTopic: config.KAFKA_TOPIC_PAYMENTS,
+    retryDelayMs: (attempts) =>
+      fullJitterDelay(
+        attempts,
+        config.SETTLEMENT_BACKOFF_BASE_MS,
+        config.SETTLEMENT_BACKOFF_CAP_MS,
+        random,
+      ),
+    ...(deps.afterRefund ? { afterRefund: deps.afterRefund } : {}),
+  };
+
+  /** One job, never rejecting: a failed step keeps its lease and is retried when it ends. */
+  function work(job: ClaimedRefundJob): Promise<RefundJobOutcome | 'error'> {
+    return runRefundJob(steps, job).catch((error: unknown) => {
+      logger.error({ err: error, refund_id: job.refund.id }, 'refund step failed');
+      return 'error' as const;
+    });
+  }
+
+  async function runOnce(): Promise<(RefundJobOutcome | 'error')[]> {
+    const jobs = await claimDueRefundJobs(
+      deps.pool,
+      config.SETTLEMENT_CONCURRENCY,
+      config.SETTLEMENT_LEASE_MS,
+    );
+    return Promise.all(jobs.map(work));
+  }
+
+  let stopped = true;
+  let loop: Promise<void> = Promise.resolve();
+  let wakeUp: (() => void) | undefined;
+  /** Read through a call: `stop` changes it while `run` awaits. */
+  const isStopped = () => stopped;
+
+  async function run(): Promise<void> {
+    while (!stopped) {
+      let claimed = 0;
+      try {
+        claimed = (await runOnce()).length;
+      } catch (error) {
+        logger.warn({ err: error }, 'refund worker iteration failed; retrying');
+      }
+      // A full batch: more may be due at once. Otherwise poll (a stop ends the sleep; one
+      // that came while working skips it).
+      if (claimed < config.SETTLEMENT_CONCURRENCY && !isStopped()) {
+        await new Promise<void>((resolve) => {
+          wakeUp = resolve;
+          setTimeout(resolve, config.SETTLEMENT_POLL_MS).unref();
+        });
+        wakeUp = undefined;
+      }
+    }
+  }
+
+  return {
+    runOnce,
+    start: () => {
+      if (!stopped) return;
+      stopped = false;
+      loop = run();
+    },
+    stop: async () => {
+      stopped = true;
+      wakeUp?.();
+      await loop;
+    },
+  };
+}
+
+export type RefundWorker = ReturnType<typeof createRefundWorker>;
