@@ -153,7 +153,7 @@ export function createPaymentService(deps: CreatePaymentDeps) {
             currency: body.currency,
             source: body.source,
             description: body.description ?? null,
-            metadata: body.metadata ?? {},
+            metadata: body.metadata,
             createdAt,
           },
           event: {
@@ -207,7 +207,7 @@ export function createPaymentService(deps: CreatePaymentDeps) {
     key: string,
     body: CreatePaymentBody,
   ): Promise<CreateOutcome> {
-    const fingerprint = requestFingerprint('POST', '/payments', body);
+    const fingerprint = requestFingerprint('POST', '/payments', fingerprinted(body));
 
     const cached = await viaRedis('cache-get', () => deps.cache.get(merchant.id, key));
     if (cached) return answer(cached, fingerprint);
@@ -250,3 +250,16 @@ export function createPaymentService(deps: CreatePaymentDeps) {
 }
 
 export type CreatePayment = ReturnType<typeof createPaymentService>;
+
+/**
+ * The body as fingerprinted. `metadata` defaults to {} in validation, so a request without it and
+ * one with `metadata: {}` are the same request; the empty object is left out here, which keeps the
+ * fingerprints stored before that default existed (bodies without metadata) matching.
+ */
+function fingerprinted(
+  body: CreatePaymentBody,
+): CreatePaymentBody | Omit<CreatePaymentBody, 'metadata'> {
+  if (Object.keys(body.metadata).length > 0) return body;
+  const { metadata: _empty, ...rest } = body;
+  return rest;
+}

@@ -38,6 +38,47 @@ export const SOURCES = [
 export const MAX_AMOUNT = 99_999_999;
 export const MAX_METADATA_KEYS = 20;
 
+/**
+ * Text Postgres can store and JSON can carry: no NUL (Postgres text and jsonb refuse it) and no
+ * unpaired surrogate (not Unicode; it would be stored as U+FFFD or refused). Written without the
+ * `u` flag so the same pattern means the same in the OpenAPI document: in JavaScript a pair
+ * matches the second branch, in a language whose strings hold code points the first.
+ */
+// eslint-disable-next-line no-control-regex -- NUL is exactly what this pattern excludes
+const WELL_FORMED_TEXT = /^(?:[^\u0000\uD800-\uDFFF]|[\uD800-\uDBFF][\uDC00-\uDFFF])*$/;
+
+/** Characters as Postgres and JSON Schema count them (code points, not UTF-16 units). */
+function codePoints(value: string): number {
+  let count = 0;
+  for (let i = 0; i < value.length; i++) {
+    const unit = value.charCodeAt(i);
+    if (unit < 0xd800 || unit > 0xdbff) count++;
+  }
+  return count;
+}
+
+/**
+ * A string of `min` to `max` characters without NUL or unpaired surrogates. The bounds count code
+ * points like the database's length() and the document's minLength/maxLength, so an emoji is one.
+ * `noun` starts each message ("keys must ..."); without it the message starts with "must".
+ */
+function text(min: number, max: number, noun?: string) {
+  const must = noun ? `${noun} must` : 'must';
+  let schema = z
+    .string({ error: noun ? `${noun} must be strings` : 'must be a string' })
+    .regex(WELL_FORMED_TEXT, `${must} not contain NUL characters or unpaired surrogates`);
+  if (min > 0) schema = schema.refine((value) => codePoints(value) >= min, `${must} not be empty`);
+  return schema
+    .refine((value) => codePoints(value) <= max, `${must} be at most ${max} characters`)
+    .meta({ ...(min > 0 ? { minLength: min } : {}), maxLength: max });
+}
+
+/**
+ * Keys an object literal treats specially. `__proto__` cannot be kept (assigning it sets the
+ * prototype, so the key would vanish from the stored metadata); it is refused, never dropped.
+ */
+const RESERVED_METADATA_KEY = /^(?!__proto__$)/;
+
 export const createPaymentBodySchema = z
   .strictObject({
     amount: z
@@ -53,18 +94,17 @@ export const createPaymentBodySchema = z
       .enum(SOURCES, { error: `must be one of ${SOURCES.join(', ')}` })
       .default('tok_visa')
       .describe('Payment source token; test tokens drive the acquirer simulator.'),
-    description: z.string().max(500, 'must be at most 500 characters').optional(),
+    description: text(0, 500).optional(),
     metadata: z
       .record(
-        z.string().min(1, 'keys must not be empty').max(40, 'keys must be at most 40 characters'),
-        z
-          .string({ error: 'values must be strings' })
-          .max(500, 'values must be at most 500 characters'),
+        text(1, 40, 'keys').regex(RESERVED_METADATA_KEY, 'keys must not be __proto__'),
+        text(0, 500, 'values'),
       )
       .refine((value) => Object.keys(value).length <= MAX_METADATA_KEYS, {
         message: `must have at most ${MAX_METADATA_KEYS} keys`,
       })
-      .optional(),
+      .default({})
+      .meta({ maxProperties: MAX_METADATA_KEYS }),
   })
   .meta({ id: 'CreatePaymentRequest' });
 
@@ -109,8 +149,10 @@ export const listPaymentsQuerySchema = z.strictObject({
     )
     .default(10)
     .describe(`Page size, 1-${MAX_LIST_LIMIT}.`),
+  // Any 8-4-4-4-12 hex id (what Postgres' uuid type and the document's format: uuid accept);
+  // z.uuid() would refuse ids whose version nibble is not 1-8.
   starting_after: z
-    .uuid('must be a payment id')
+    .guid('must be a payment id')
     .optional()
     .describe('A payment id: the page starts after it (newest first).'),
 });

@@ -44,9 +44,36 @@ describe('buildOpenApiDocument', () => {
     const statuses = new Set(
       Object.values(ERRORS)
         .map((e) => String(e.status))
-        .filter((s) => s !== '404' && s !== '500'),
+        .filter((s) => !['404', '405', '500'].includes(s)),
     );
     for (const status of statuses) expect(Object.keys(responses)).toContain(status);
     expect(JSON.stringify(doc)).not.toContain('#/$defs/');
+  });
+
+  it('when generated, then it states the limits the server enforces', () => {
+    const post = doc.paths['/payments']?.post as unknown as {
+      parameters: { name: string; schema: Record<string, unknown> }[];
+    };
+    const key = post.parameters.find((p) => p.name === 'Idempotency-Key')?.schema;
+    expect(key).toMatchObject({ minLength: 1, maxLength: 512, pattern: expect.any(String) });
+    const list = doc.paths['/payments']?.get as unknown as {
+      parameters: { name: string; schema: Record<string, unknown> }[];
+    };
+    expect(list.parameters.find((p) => p.name === 'limit')?.schema).toMatchObject({
+      type: 'integer',
+      minimum: 1,
+      maximum: 100,
+    });
+    const metadata = doc.components.schemas.CreatePaymentRequest?.properties?.metadata;
+    expect(metadata).toMatchObject({ maxProperties: 20, default: {} });
+    expect(JSON.stringify(metadata)).toContain('__proto__');
+    expect(Object.keys(doc.paths['/payments']?.get?.responses ?? {})).toContain('400');
+  });
+
+  it('when generated, then the 202 links to the payment and to the page after it', () => {
+    const created = doc.paths['/payments']?.post?.responses['202'] as { links: object };
+    expect(created.links).toMatchObject({
+      GetPayment: { operationId: 'getPayment', parameters: { id: '$response.body#/id' } },
+    });
   });
 });
