@@ -39,13 +39,19 @@ export const MAX_AMOUNT = 99_999_999;
 export const MAX_METADATA_KEYS = 20;
 
 /**
- * Text Postgres can store and JSON can carry: no NUL (Postgres text and jsonb refuse it) and no
- * unpaired surrogate (not Unicode; it would be stored as U+FFFD or refused). Written without the
- * `u` flag so the same pattern means the same in the OpenAPI document: in JavaScript a pair
- * matches the second branch, in a language whose strings hold code points the first.
+ * Text Postgres can store: no NUL (text and jsonb refuse it). The pattern goes into the OpenAPI
+ * document as is.
  */
 // eslint-disable-next-line no-control-regex -- NUL is exactly what this pattern excludes
-const WELL_FORMED_TEXT = /^(?:[^\u0000\uD800-\uDFFF]|[\uD800-\uDBFF][\uDC00-\uDFFF])*$/;
+const NO_NUL = /^[^\u0000]*$/;
+
+/**
+ * Unicode text (I-JSON, RFC 7493): no unpaired surrogate, which Postgres would store as U+FFFD or
+ * refuse. With the `u` flag a valid pair is one code point outside the class and a lone surrogate
+ * one inside it. Not in the document: JSON Schema validators built on Rust or Go regexes cannot
+ * compile surrogate ranges, so the document says it in words.
+ */
+const NO_LONE_SURROGATE = /^[^\uD800-\uDFFF]*$/u;
 
 /** Characters as Postgres and JSON Schema count them (code points, not UTF-16 units). */
 function codePoints(value: string): number {
@@ -66,11 +72,16 @@ function text(min: number, max: number, noun?: string) {
   const must = noun ? `${noun} must` : 'must';
   let schema = z
     .string({ error: noun ? `${noun} must be strings` : 'must be a string' })
-    .regex(WELL_FORMED_TEXT, `${must} not contain NUL characters or unpaired surrogates`);
+    .regex(NO_NUL, `${must} not contain NUL characters`)
+    .refine((value) => NO_LONE_SURROGATE.test(value), `${must} not contain unpaired surrogates`);
   if (min > 0) schema = schema.refine((value) => codePoints(value) >= min, `${must} not be empty`);
   return schema
     .refine((value) => codePoints(value) <= max, `${must} be at most ${max} characters`)
-    .meta({ ...(min > 0 ? { minLength: min } : {}), maxLength: max });
+    .meta({
+      ...(min > 0 ? { minLength: min } : {}),
+      maxLength: max,
+      description: 'Unicode text (RFC 7493): no NUL, no unpaired surrogates.',
+    });
 }
 
 /**
