@@ -65,6 +65,22 @@ export const configSchema = z.object({
     ['postgres:', 'postgresql:'],
     'postgres://user:password@host:5432/db',
   ).default('postgres://payments:payments@127.0.0.1:5432/payments'),
+  /**
+   * The login that runs migrations and owns the tables; `npm run migrate` uses it (DATABASE_URL
+   * when unset). Processes log in with DATABASE_URL, their own least-privileged role.
+   */
+  MIGRATION_DATABASE_URL: urlWithProtocol(
+    ['postgres:', 'postgresql:'],
+    'postgres://owner:password@host:5432/db',
+  ).optional(),
+  /**
+   * Processes refuse to start when DATABASE_URL logs in as a superuser or as the owner of the
+   * tables (it could drop them); `true` allows it, for the all-in-one dev process and tests.
+   */
+  DB_ALLOW_PRIVILEGED_LOGIN: z
+    .enum(['true', 'false'], { error: 'must be true or false' })
+    .default('false')
+    .transform((value) => value === 'true'),
   /** Two cores serve about this many concurrent transactions usefully; more connections only queue. */
   DATABASE_POOL_MAX: integer(1, 500).default(20),
   /** A statement that runs longer than this is a bug or a lock pile-up; fail it rather than hang. */

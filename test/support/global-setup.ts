@@ -37,6 +37,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const templateDatabase = `${runId}_template`;
   const admin = new pg.Client({ connectionString: services.databaseUrl });
   await admin.connect();
+  await ensureServiceRoles(admin);
   await admin.query(`CREATE DATABASE ${templateDatabase}`);
   const logger = createLogger({ LOG_LEVEL: 'warn', LOG_FORMAT: 'json' });
   await migrateUp(databaseUrlFor(services.databaseUrl, templateDatabase), logger);
@@ -56,4 +57,21 @@ export default async function setup(project: TestProject): Promise<() => Promise
     await admin.end();
     await stop();
   };
+}
+
+/**
+ * The per-process logins (scripts/db/create-roles.sql) exist before the template is migrated, so
+ * its grants reach them. The native stack creates them; a container's superuser creates them
+ * here. An admin that may not create roles leaves them missing (database-roles.test.ts fails).
+ */
+async function ensureServiceRoles(admin: pg.Client): Promise<void> {
+  for (const role of ['payments_api', 'payments_relay', 'payments_settlement']) {
+    const { rowCount } = await admin.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role]);
+    if (rowCount) continue;
+    try {
+      await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${role}'`);
+    } catch (error) {
+      if ((error as { code?: string }).code !== '42501') throw error;
+    }
+  }
 }

@@ -3,7 +3,9 @@
 # own, creates a merchant and one payment, and runs schemathesis against /openapi.json: every
 # check, valid and invalid data, stateful links (POST -> GET). Exits non-zero on any failure.
 #
-# Environment: DATABASE_URL (default: the local stack's), FUZZ_MAX_TIME (seconds, 150),
+# Environment: DATABASE_URL (a login that may create databases: the local stack's owner by
+#              default), API_DATABASE_URL (the API's login; its database part is replaced),
+#              FUZZ_MAX_TIME (seconds, 150),
 #              FUZZ_MAX_EXAMPLES (per operation and phase, 300), FUZZ_SEED (fixed, so CI is
 #              reproducible; set another to explore), FUZZ_WORKERS (2).
 # The schemathesis virtualenv lives in .venv-fuzz and is reused when it has the pinned version.
@@ -36,7 +38,17 @@ npm run -s build
 # A database of its own, dropped at the end: the fuzzer writes thousands of payments.
 db="payments_fuzz_$$"
 admin_url="$DATABASE_URL"
-fuzz_url="$(node -e 'const u = new URL(process.argv[1]); u.pathname = "/" + process.argv[2]; console.log(u.toString())' "$admin_url" "$db")"
+on_db() { node -e 'const u = new URL(process.argv[1]); u.pathname = "/" + process.argv[2]; console.log(u.toString())' "$1" "$db"; }
+fuzz_url="$(on_db "$admin_url")"
+# The API runs as its own login (API_DATABASE_URL, printed by `scripts/stack.sh env`), as deployed;
+# without one, as the owner, explicitly allowed.
+if [[ -n "${API_DATABASE_URL:-}" ]]; then
+  api_url="$(on_db "$API_DATABASE_URL")"
+  allow_privileged=false
+else
+  api_url="$fuzz_url"
+  allow_privileged=true
+fi
 api_pid=""
 cleanup() {
   if [[ -n $api_pid ]]; then kill "$api_pid" 2>/dev/null && wait "$api_pid" 2>/dev/null || true; fi
@@ -54,7 +66,8 @@ base="http://127.0.0.1:$port"
 log "starting the API on $base"
 # Rate limits far above what the fuzzer sends: a 429 is documented, but it would hide the
 # answers the checks are for.
-DATABASE_URL="$fuzz_url" PORT="$port" LOG_LEVEL="${FUZZ_LOG_LEVEL:-warn}" \
+DATABASE_URL="$api_url" DB_ALLOW_PRIVILEGED_LOGIN="$allow_privileged" PORT="$port" \
+  LOG_LEVEL="${FUZZ_LOG_LEVEL:-warn}" \
   RATE_LIMIT_PER_SECOND=1000000 RATE_LIMIT_BURST=1000000 \
   node dist/apps/api/main.js &
 api_pid=$!
