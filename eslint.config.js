@@ -3,7 +3,18 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', '.stack/', 'coverage/', 'reports/', 'k6/'] },
+  {
+    ignores: [
+      'dist/',
+      'node_modules/',
+      '.stack/',
+      'coverage/',
+      'reports/',
+      'k6/',
+      '.venv-fuzz/',
+      '.schemathesis/',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.strictTypeChecked,
   {
