@@ -44,7 +44,12 @@ export async function runRoles(roles: readonly RoleName[]): Promise<void> {
         logger.fatal(error.message);
         process.exit(1);
       });
-      running.push({ close: () => Promise.resolve(stopGuard()) });
+      running.push({
+        close: () => {
+          stopGuard();
+          return Promise.resolve();
+        },
+      });
     }
     for (const role of roles) running.push(await starters[role](platform));
     // The API serves /metrics itself; every other process gets a metrics-only server.
