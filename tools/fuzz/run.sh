@@ -56,7 +56,7 @@ cleanup() {
 }
 trap cleanup EXIT
 psql -X -q -v ON_ERROR_STOP=1 "$admin_url" -c "CREATE DATABASE $db" >/dev/null
-DATABASE_URL="$fuzz_url" LOG_LEVEL=warn node dist/scripts/migrate.js
+MIGRATION_DATABASE_URL="$fuzz_url" DATABASE_URL="$fuzz_url" LOG_LEVEL=warn node dist/scripts/migrate.js
 
 merchant="$(DATABASE_URL="$fuzz_url" node dist/scripts/merchant-create.js --name 'Contract fuzzer')"
 api_key="$(node -e 'console.log(JSON.parse(process.argv[1]).api_key)' "$merchant")"
