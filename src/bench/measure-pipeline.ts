@@ -97,6 +97,8 @@ export async function measurePipeline(
       RATE_LIMIT_BURST: '1000000',
       ACQUIRER_SIM_LATENCY_MS: '0',
       ACQUIRER_SIM_FAILURE_RATE: '0',
+      // A scratch database owned by the bench's login (DESIGN 14).
+      DB_ALLOW_PRIVILEGED_LOGIN: 'true',
     };
     const api = await startProcess('apps/api/main.js', env, '/healthz');
     children.push(api.child);
