@@ -6,6 +6,7 @@ export default tseslint.config(
   {
     ignores: [
       'dist/',
+      'dist-tools/',
       'node_modules/',
       '.stack/',
       'coverage/',

@@ -5,7 +5,7 @@
 #
 # - k6: $K6, else .stack/bin/k6 (scripts/install-k6.sh), else k6 on PATH.
 # - API_KEYS: when unset, creates MERCHANTS (2) merchants in DATABASE_URL's database with
-#   dist/scripts/merchant-create.js (the same as `npm run merchant:create`).
+#   dist/cli/merchant-create.js (the same as `npm run merchant:create`).
 # - RUN_ID: when unset, k6-<scenario>-<time>; every Idempotency-Key of the run starts with it.
 # - The k6 summary is saved to reports/k6-<RUN_ID without k6->.json; no usage report is sent.
 # - VERIFY=1: afterwards runs `npm run verify -- --wait $VERIFY_WAIT --key-prefix $RUN_ID`
@@ -38,7 +38,7 @@ if [[ -z ${API_KEYS:-} ]]; then
   npm run -s build
   keys=()
   for ((i = 1; i <= ${MERCHANTS:-2}; i++)); do
-    keys+=("$(node dist/scripts/merchant-create.js --name "$RUN_ID merchant $i" |
+    keys+=("$(node dist/cli/merchant-create.js --name "$RUN_ID merchant $i" |
       node -e 'process.stdout.write(JSON.parse(require("fs").readFileSync(0, "utf8")).api_key)')")
   done
   API_KEYS="$(IFS=,; echo "${keys[*]}")"
@@ -57,9 +57,9 @@ echo "k6/run.sh: run $RUN_ID, k6 exit $status, summary $summary" >&2
 echo "k6/run.sh: check it with: npm run verify -- --wait 120 --key-prefix $RUN_ID" >&2
 
 if [[ ${VERIFY:-0} == 1 ]]; then
-  npm run -s build
+  npm run -s build:tools
   verify_status=0
-  node dist/scripts/verify.js --wait "${VERIFY_WAIT:-120}" --key-prefix "$RUN_ID" || verify_status=$?
+  node dist-tools/tools/cli/verify.js --wait "${VERIFY_WAIT:-120}" --key-prefix "$RUN_ID" || verify_status=$?
   if [[ $status -eq 0 ]]; then status=$verify_status; fi
 fi
 exit "$status"

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { VerifyReport } from '../../src/verify/verify-payments.js';
+import type { VerifyReport } from '../../tools/verify/verify-payments.js';
 import { createTestDatabase, uniqueSuffix, type TestDatabase } from '../support/isolation.js';
 import { REPO_ROOT } from '../support/services.js';
 import type { TestApi } from '../support/test-api.js';

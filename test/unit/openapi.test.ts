@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ERRORS } from '../../src/http/api-error.js';
-import { buildOpenApiDocument } from '../../src/http/openapi.js';
+import { buildOpenApiDocument } from '../../src/apps/api/openapi.js';
 
 interface Doc {
   openapi: string;
@@ -77,4 +77,67 @@ describe('buildOpenApiDocument', () => {
       GetPayment: { operationId: 'getPayment', parameters: { id: '$response.body#/id' } },
     });
   });
+
+  it('when generated, then each error response of POST /payments names the codes of the brief table', () => {
+    const { 404: _notFound, ...brief } = BRIEF_ERROR_TABLE;
+    const expected = { ...brief, 400: [...(brief[400] ?? []), ...INPUT_HARDENING_400].sort() };
+    expect(documentedCodes(doc.paths['/payments']?.post?.responses ?? {})).toEqual(expected);
+  });
+
+  it.each([
+    ['/payments', 'get'],
+    ['/payments/{id}', 'get'],
+  ])(
+    'when generated, then every error code of %s %s sits under its status from the brief',
+    (path, method) => {
+      const documented = documentedCodes(doc.paths[path]?.[method]?.responses ?? {});
+      expect(Object.keys(documented).length).toBeGreaterThan(0);
+      for (const [status, codes] of Object.entries(documented)) {
+        expect(BRIEF_ERROR_TABLE[status], `status ${status}`).toEqual(
+          expect.arrayContaining(codes),
+        );
+      }
+      if (path === '/payments/{id}') expect(documented['404']).toEqual(['not_found']);
+    },
+  );
 });
+
+/** The error table of the product brief (section 4), written out by hand on purpose. */
+const BRIEF_ERROR_TABLE: Record<string, string[]> = {
+  400: [
+    'idempotency_key_invalid',
+    'idempotency_key_missing',
+    'malformed_json',
+    'validation_failed',
+  ],
+  401: ['unauthorized'],
+  404: ['not_found'],
+  409: ['idempotency_key_in_use'],
+  413: ['payload_too_large'],
+  415: ['unsupported_media_type'],
+  422: ['idempotency_key_reused'],
+  429: ['rate_limited'],
+  503: ['service_unavailable'],
+};
+
+/** 400 codes beyond the brief's table: bodies that cannot be read or are not UTF-8 (DESIGN 70). */
+const INPUT_HARDENING_400 = ['invalid_encoding', 'malformed_body'];
+
+/** Status -> sorted `code` enum of each 4xx/5xx response's problem+json schema. */
+function documentedCodes(responses: Record<string, unknown>): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const [status, response] of Object.entries(responses)) {
+    if (Number(status) < 400) continue;
+    const schema = (response as ProblemResponse).content?.['application/problem+json']?.schema;
+    const codes = schema?.allOf?.flatMap((part) => part.properties?.code?.enum ?? []) ?? [];
+    out[status] = [...codes].sort();
+  }
+  return out;
+}
+
+interface ProblemResponse {
+  content?: Record<
+    string,
+    { schema?: { allOf?: { properties?: { code?: { enum?: string[] } } }[] } }
+  >;
+}

@@ -58,9 +58,9 @@ cleanup() {
 }
 trap cleanup EXIT
 psql -X -q -v ON_ERROR_STOP=1 "$admin_url" -c "CREATE DATABASE $db" >/dev/null
-MIGRATION_DATABASE_URL="$fuzz_url" DATABASE_URL="$fuzz_url" LOG_LEVEL=warn node dist/scripts/migrate.js
+MIGRATION_DATABASE_URL="$fuzz_url" DATABASE_URL="$fuzz_url" LOG_LEVEL=warn node dist/cli/migrate.js
 
-merchant="$(DATABASE_URL="$fuzz_url" node dist/scripts/merchant-create.js --name 'Contract fuzzer')"
+merchant="$(DATABASE_URL="$fuzz_url" node dist/cli/merchant-create.js --name 'Contract fuzzer')"
 api_key="$(node -e 'console.log(JSON.parse(process.argv[1]).api_key)' "$merchant")"
 
 port="$(node -e 'const s = require("node:net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')"
