@@ -3,7 +3,19 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'dist-tools/', 'node_modules/', '.stack/', 'coverage/', 'reports/', 'k6/'] },
+  {
+    ignores: [
+      'dist/',
+      'dist-tools/',
+      'node_modules/',
+      '.stack/',
+      'coverage/',
+      'reports/',
+      'k6/',
+      '.venv-fuzz/',
+      '.schemathesis/',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.strictTypeChecked,
   {

@@ -286,21 +286,15 @@ password_encryption = scram-sha-256
 EOF
 }
 
-# Idempotent: app role (password re-set every time) and its database.
+# Idempotent: the owner login (migrations; CREATEDB for the test suite), one login per process
+# kind (api, relay, settlement; grants in migrations/0009) and the database, passwords re-set
+# every time. Local-development passwords: each login's password is its name.
 pg_bootstrap() {
-  psql -X -q -v ON_ERROR_STOP=1 -h "$PG_SOCK" -p "$PG_PORT" -U postgres -d postgres >/dev/null <<EOF
-DO \$\$
-BEGIN
-  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '$APP_USER') THEN
-    CREATE ROLE $APP_USER LOGIN CREATEDB PASSWORD '$APP_PASSWORD';
-  ELSE
-    ALTER ROLE $APP_USER LOGIN CREATEDB PASSWORD '$APP_PASSWORD';
-  END IF;
-END
-\$\$;
-SELECT 'CREATE DATABASE $APP_DB OWNER $APP_USER'
- WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = '$APP_DB') \gexec
-EOF
+  psql -X -q -v ON_ERROR_STOP=1 -h "$PG_SOCK" -p "$PG_PORT" -U postgres -d postgres \
+    -v database="$APP_DB" -v owner="$APP_USER" -v owner_password="$APP_PASSWORD" \
+    -v api_password=payments_api -v relay_password=payments_relay \
+    -v settlement_password=payments_settlement \
+    -f "$ROOT_DIR/scripts/db/create-roles.sql" >/dev/null
 }
 
 start_postgres() {
@@ -318,7 +312,7 @@ start_postgres() {
     fi
   fi
   wait_for postgres pg_answers pg_running "$PG_LOG"
-  pg_bootstrap || die "creating role/database $APP_USER failed"
+  pg_bootstrap || die "creating the logins and database $APP_DB failed"
   wait_for postgres pg_app_ready pg_running "$PG_LOG"
 }
 
@@ -475,7 +469,15 @@ cmd_status() {
 }
 
 cmd_env() {
-  echo "export DATABASE_URL=postgres://$APP_USER:$APP_PASSWORD@127.0.0.1:$PG_PORT/$APP_DB"
+  local base="127.0.0.1:$PG_PORT/$APP_DB" role
+  # DATABASE_URL is the owner: migrations, the test suite (it creates databases) and the
+  # all-in-one dev process (`npm run up`, which allows the privileged login). Each process kind
+  # has its own login: e.g. DATABASE_URL=$API_DATABASE_URL npm run start:api.
+  echo "export DATABASE_URL=postgres://$APP_USER:$APP_PASSWORD@$base"
+  echo "export MIGRATION_DATABASE_URL=postgres://$APP_USER:$APP_PASSWORD@$base"
+  for role in api relay settlement; do
+    echo "export ${role^^}_DATABASE_URL=postgres://payments_$role:payments_$role@$base"
+  done
   echo "export REDIS_URL=redis://127.0.0.1:$REDIS_PORT"
   echo "export KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT"
 }

@@ -25,4 +25,8 @@ node dist/cli/migrate.js
 # Human-readable logs on a terminal, JSON otherwise (e.g. when piped to a collector).
 if [[ -t 1 && -z "${LOG_FORMAT:-}" ]]; then export LOG_FORMAT=pretty; fi
 log "starting api, relay and settlement (Ctrl-C to stop)"
+# One process for all three roles needs the union of their grants: in this local dev mode it runs
+# as the owner login, explicitly allowed. Deployments run one process per role with its own
+# login (API_DATABASE_URL etc. from `scripts/stack.sh env`; docker-compose.yml does).
+export DB_ALLOW_PRIVILEGED_LOGIN="${DB_ALLOW_PRIVILEGED_LOGIN:-true}"
 exec node dist/apps/all/main.js

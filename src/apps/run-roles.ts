@@ -2,6 +2,7 @@ import { ConfigError, loadConfig } from '../platform/config.js';
 import { createLogger } from '../platform/logger.js';
 import { startMetricsServer } from '../platform/metrics-server.js';
 import { createPlatform } from '../platform/platform.js';
+import { guardLogin } from '../platform/privileged-login.js';
 import { registerShutdown } from '../platform/shutdown.js';
 import { startApi } from './api/start-api.js';
 import { startRelay } from './relay/start-relay.js';
@@ -40,6 +41,19 @@ export async function runRoles(roles: readonly RoleName[]): Promise<void> {
     config.SHUTDOWN_TIMEOUT_MS,
   );
   try {
+    if (!config.DB_ALLOW_PRIVILEGED_LOGIN) {
+      const stopGuard = await guardLogin(platform.pool, logger, (error) => {
+        // At boot, or once Postgres answers if it was down then: nothing is served as this login.
+        logger.fatal(error.message);
+        process.exit(1);
+      });
+      running.push({
+        close: () => {
+          stopGuard();
+          return Promise.resolve();
+        },
+      });
+    }
     for (const role of roles) running.push(await starters[role](platform));
     // The API serves /metrics itself; every other process gets a metrics-only server.
     if (!roles.includes('api')) {

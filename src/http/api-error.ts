@@ -8,9 +8,12 @@ export const ERRORS = {
   idempotency_key_missing: { status: 400, title: 'Idempotency-Key header is required' },
   idempotency_key_invalid: { status: 400, title: 'Idempotency-Key header is invalid' },
   malformed_json: { status: 400, title: 'Request body is not valid JSON' },
+  malformed_body: { status: 400, title: 'Request body could not be read' },
+  invalid_encoding: { status: 400, title: 'Request body is not valid UTF-8' },
   validation_failed: { status: 400, title: 'Request validation failed' },
   unauthorized: { status: 401, title: 'Missing or invalid API key' },
   not_found: { status: 404, title: 'Not found' },
+  method_not_allowed: { status: 405, title: 'Method not allowed' },
   idempotency_key_in_use: {
     status: 409,
     title: 'A request with this Idempotency-Key is still in progress',

@@ -4,6 +4,9 @@ import { DomainError } from '../platform/domain-error.js';
 import { ApiError } from './api-error.js';
 import { sendProblem } from './problem.js';
 
+/** The `type` of the error the body parser's verify step throws for bytes that are not UTF-8. */
+export const INVALID_UTF8 = 'entity.utf8.invalid';
+
 /** body-parser's error types, translated to the contract's codes. */
 function fromBodyParser(error: { type?: unknown; status?: unknown }): ApiError | null {
   switch (error.type) {
@@ -11,12 +14,15 @@ function fromBodyParser(error: { type?: unknown; status?: unknown }): ApiError |
       return new ApiError('payload_too_large', 'The request body exceeds the size limit.');
     case 'entity.parse.failed':
       return new ApiError('malformed_json', 'The request body is not valid JSON.');
+    case INVALID_UTF8:
+      return new ApiError('invalid_encoding', 'The request body is not valid UTF-8.');
     case 'charset.unsupported':
     case 'encoding.unsupported':
       return new ApiError('unsupported_media_type', 'Send the body as UTF-8 JSON.');
     default:
       if (typeof error.status === 'number' && error.status >= 400 && error.status < 500) {
-        return new ApiError('malformed_json', 'The request body could not be read.');
+        // Aborted, truncated (Content-Length mismatch), unreadable: not a JSON problem.
+        return new ApiError('malformed_body', 'The request body could not be read.');
       }
       return null;
   }
@@ -54,7 +60,11 @@ export function toApiError(error: unknown, retryAfterSeconds: number): ApiError 
 /** Answers every error as problem+json; a 5xx is logged with its stack. */
 export function errorHandler(retryAfterSeconds: number): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
-    const apiError = toApiError(error, retryAfterSeconds);
+    // A path parameter that is not valid percent-encoding (`/payments/%ZZ`) names nothing.
+    const apiError =
+      error instanceof URIError
+        ? new ApiError('not_found', `No route for ${req.method} ${req.path}.`)
+        : toApiError(error, retryAfterSeconds);
     if (apiError.status >= 500) req.ctx.log.error({ err: error }, apiError.detail);
     if (res.headersSent) return;
     sendProblem(res, apiError.toProblem(), apiError.options.headers);

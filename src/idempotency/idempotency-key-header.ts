@@ -4,6 +4,17 @@ const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 /** A structured-field string (RFC 8941 sf-string): `"` ... `"` with `\"` and `\\` escapes. */
 const SF_STRING = /^"((?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\])*)"$/;
 
+/**
+ * Exactly the header values `parseIdempotencyKey` accepts, as one pattern for the OpenAPI
+ * document: a bare key that does not start with `"`, or a quoted structured-field string whose
+ * unescaped content is 1-255 visible ASCII characters (each branch of the group is one of them).
+ */
+export const IDEMPOTENCY_KEY_HEADER_PATTERN =
+  /^(?:[\x21\x23-\x7e][\x21-\x7e]{0,254}|"(?:[\x21\x23-\x5b\x5d-\x7e]|\\["\\]){1,255}")$/;
+
+/** The longest accepted header: 255 characters, each escaped, between quotes. */
+export const IDEMPOTENCY_KEY_HEADER_MAX_LENGTH = 2 + 2 * 255;
+
 export type ParsedKey = { ok: true; key: string } | { ok: false; reason: 'missing' | 'invalid' };
 
 /**

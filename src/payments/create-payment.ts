@@ -55,7 +55,7 @@ export function createPaymentService(deps: CreatePaymentDeps) {
     key: string,
     body: CreatePaymentBody,
   ): Promise<CreateOutcome> {
-    const fingerprint = requestFingerprint('POST', '/payments', body);
+    const fingerprint = requestFingerprint('POST', '/payments', fingerprinted(body));
     return runIdempotently(merchant, key, fingerprint, () =>
       insertNewPayment(write, merchant, key, body, fingerprint),
     );
@@ -63,3 +63,16 @@ export function createPaymentService(deps: CreatePaymentDeps) {
 }
 
 export type CreatePayment = ReturnType<typeof createPaymentService>;
+
+/**
+ * The body as fingerprinted. `metadata` defaults to {} in validation, so a request without it and
+ * one with `metadata: {}` are the same request; the empty object is left out here, which keeps the
+ * fingerprints stored before that default existed (bodies without metadata) matching.
+ */
+function fingerprinted(
+  body: CreatePaymentBody,
+): CreatePaymentBody | Omit<CreatePaymentBody, 'metadata'> {
+  if (Object.keys(body.metadata).length > 0) return body;
+  const { metadata: _empty, ...rest } = body;
+  return rest;
+}

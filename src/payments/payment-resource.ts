@@ -29,7 +29,7 @@ export function newPaymentResource(
     status: 'pending',
     source: body.source,
     description: body.description ?? null,
-    metadata: body.metadata ?? {},
+    metadata: body.metadata,
     created_at: createdAt.toISOString(),
   };
 }

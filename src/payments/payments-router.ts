@@ -1,9 +1,11 @@
+import { isUtf8 } from 'node:buffer';
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
 import type { z } from 'zod';
 import { parseIdempotencyKey } from '../idempotency/idempotency-key-header.js';
 import type { Authenticate } from '../merchants/authenticator.js';
 import type { Merchant } from '../merchants/merchant-repository.js';
 import { ApiError } from '../http/api-error.js';
+import { INVALID_UTF8 } from '../http/error-handler.js';
 import type { RateLimiter } from '../http/rate-limiter.js';
 import type { Queryable } from '../platform/db.js';
 import type { CreatePayment } from './create-payment.js';
@@ -58,10 +60,10 @@ export function requireKeyAndJson(req: Request, res: Response, next: NextFunctio
         );
   }
   (res.locals as Authenticated).idempotencyKey = key.key;
-  if (!req.is('application/json')) {
+  if (!req.is('application/json') || !isUtf8Charset(req.headers['content-type'])) {
     throw new ApiError(
       'unsupported_media_type',
-      'Send the body as Content-Type: application/json.',
+      'Send the body as Content-Type: application/json (UTF-8).',
     );
   }
   next();
@@ -73,6 +75,7 @@ function createPaymentHandler(createPayment: CreatePayment) {
     if (!res.locals.bodyBytes) {
       throw new ApiError('malformed_json', 'The request body is empty.');
     }
+    refuseReservedMetadataKeys(req.body);
     const body = validate(createPaymentBodySchema, req.body as unknown);
     const { merchant, idempotencyKey: key = '' } = res.locals as Authenticated;
     req.ctx.bind({ idempotency_key: key });
@@ -117,8 +120,12 @@ export function jsonBody(limitBytes: number) {
     strict: false,
     type: () => true,
     // body-parser turns an empty body into {}; remember the size so it can be refused instead.
+    // Bytes that are not UTF-8 would be decoded to U+FFFD and stored: refuse them instead.
     verify: (_req, res, buffer) => {
       (res as unknown as Response).locals.bodyBytes = buffer.length;
+      if (!isUtf8(buffer)) {
+        throw Object.assign(new Error('request body is not valid UTF-8'), { type: INVALID_UTF8 });
+      }
     },
   });
 }
@@ -131,6 +138,10 @@ export function jsonBody(limitBytes: number) {
 export function paymentsRouter(deps: PaymentsRouterDeps): Router {
   const router = Router();
   const parseJson = jsonBody(deps.bodyLimitBytes);
+
+  // Before authentication: a method the path does not have is 405 whoever asks.
+  router.all('/payments', allowOnly('GET, HEAD, POST'));
+  router.all('/payments/:id', allowOnly('GET, HEAD'));
   router.use('/payments', authenticateMerchant(deps));
   router.post('/payments', requireKeyAndJson, parseJson, createPaymentHandler(deps.createPayment));
   router.get('/payments/:id', getPaymentHandler(deps.db));
@@ -138,8 +149,43 @@ export function paymentsRouter(deps: PaymentsRouterDeps): Router {
   return router;
 }
 
+/** A 405 with Allow for any method not in `allow`; the path's own handlers serve the rest. */
+function allowOnly(allow: string) {
+  const methods = new Set(allow.split(', '));
+  return (req: Request, _res: Response, next: NextFunction) => {
+    if (methods.has(req.method)) {
+      next();
+      return;
+    }
+    throw new ApiError('method_not_allowed', `${req.method} is not allowed on ${req.path}.`, {
+      headers: { Allow: allow },
+    });
+  };
+}
+
+/** JSON is UTF-8 (RFC 8259); a declared charset must say so. */
+function isUtf8Charset(contentType: string | undefined): boolean {
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? '')?.[1];
+  return charset === undefined || /^utf-?8$/i.test(charset);
+}
+
+/**
+ * JSON.parse keeps a `__proto__` key as an own property, but zod's record parser skips it, so
+ * it would vanish from the stored metadata (and the fingerprint). Refused, never dropped.
+ */
+function refuseReservedMetadataKeys(body: unknown): void {
+  if (typeof body !== 'object' || body === null || !Object.hasOwn(body, 'metadata')) return;
+  const metadata = (body as { metadata: unknown }).metadata;
+  if (typeof metadata === 'object' && metadata !== null && Object.hasOwn(metadata, '__proto__')) {
+    throw new ApiError('validation_failed', 'The request has invalid fields; see errors.', {
+      errors: [{ path: 'metadata.__proto__', message: 'keys must not be __proto__' }],
+    });
+  }
+}
+
 async function authenticate(auth: Authenticate, header: string | undefined): Promise<Merchant> {
-  const match = /^Bearer ([\x21-\x7e]{1,200})$/.exec(header ?? '');
+  // The scheme is case-insensitive (RFC 9110 section 11.1).
+  const match = /^Bearer +([\x21-\x7e]{1,200})$/i.exec(header ?? '');
   const merchant = match?.[1] ? await auth(match[1]) : null;
   if (!merchant) {
     throw new ApiError('unauthorized', 'Send a valid API key as Authorization: Bearer <key>.');

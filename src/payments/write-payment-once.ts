@@ -41,7 +41,7 @@ export function insertNewPayment(
       currency: body.currency,
       source: body.source,
       description: body.description ?? null,
-      metadata: body.metadata ?? {},
+      metadata: body.metadata,
       createdAt,
     },
     event: {

@@ -77,7 +77,32 @@ export const configSchema = z.object({
     'postgres://user:password@host:5432/db',
   )
     .default('postgres://payments:payments@127.0.0.1:5432/payments')
-    .describe('Postgres connection URL (never echoed in errors: it may carry a password).'),
+    .describe(
+      "Postgres connection URL of the process's own login (never echoed in errors: it may carry a password).",
+    ),
+  /**
+   * The login that runs migrations and owns the tables; `npm run migrate` uses it (DATABASE_URL
+   * when unset). Processes log in with DATABASE_URL, their own least-privileged role.
+   */
+  MIGRATION_DATABASE_URL: urlWithProtocol(
+    ['postgres:', 'postgresql:'],
+    'postgres://owner:password@host:5432/db',
+  )
+    .optional()
+    .describe(
+      'Postgres URL of the table owner that `npm run migrate` logs in as (DATABASE_URL when unset).',
+    ),
+  /**
+   * Processes refuse to start when DATABASE_URL logs in as a superuser or as the owner of the
+   * tables (it could drop them); `true` allows it, for the all-in-one dev process and tests.
+   */
+  DB_ALLOW_PRIVILEGED_LOGIN: z
+    .enum(['true', 'false'], { error: 'must be true or false' })
+    .transform((value) => value === 'true')
+    .default(false)
+    .describe(
+      '`true` lets a process start with a superuser or table-owner DATABASE_URL (dev, tests); refused otherwise.',
+    ),
   /** Two cores serve about this many concurrent transactions usefully; more connections only queue. */
   DATABASE_POOL_MAX: integer(1, 500).default(20).describe('Postgres connections per process.'),
   /** A statement that runs longer than this is a bug or a lock pile-up; fail it rather than hang. */

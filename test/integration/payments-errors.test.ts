@@ -5,6 +5,7 @@ import {
   countWrites,
   getJson,
   postPayment,
+  send,
   startTestApi,
   type Answer,
   type PostOptions,
@@ -101,6 +102,114 @@ describe('400', () => {
     expect(errors.map((e) => e.path)).toContain(path);
     expect(errors.every((e) => e.message.length > 0)).toBe(true);
   });
+
+  // Raw JSON text: \u0000 and a lone \ud800 are valid JSON escapes that Postgres cannot store.
+  it.each([
+    [
+      'a NUL in description',
+      '{"amount":1000,"currency":"EUR","description":"a\\u0000b"}',
+      'description',
+    ],
+    [
+      'a lone surrogate in description',
+      '{"amount":1000,"currency":"EUR","description":"a\\ud800"}',
+      'description',
+    ],
+    [
+      'a low surrogate first',
+      '{"amount":1000,"currency":"EUR","description":"\\udc00\\ud800"}',
+      'description',
+    ],
+    [
+      'a NUL in a metadata value',
+      '{"amount":1000,"currency":"EUR","metadata":{"k":"\\u0000"}}',
+      'metadata.k',
+    ],
+    [
+      'a NUL in a metadata key',
+      '{"amount":1000,"currency":"EUR","metadata":{"k\\u0000":"v"}}',
+      'metadata.k\u0000',
+    ],
+    [
+      'a lone surrogate in a metadata key',
+      '{"amount":1000,"currency":"EUR","metadata":{"\\ud800":"v"}}',
+      'metadata.\ud800',
+    ],
+    [
+      'a __proto__ metadata key',
+      '{"amount":1000,"currency":"EUR","metadata":{"__proto__":"v"}}',
+      'metadata.__proto__',
+    ],
+  ])('when the body has %s, then validation_failed names it', async (_case, rawBody, path) => {
+    const res = await rejected({ rawBody });
+    expectProblem(res, 400, 'validation_failed');
+    const errors = res.json.errors as { path: string; message: string }[];
+    expect(errors.map((e) => e.path)).toContain(path);
+  });
+
+  it.each([
+    ['a lone continuation byte', [0x80]],
+    ['a truncated sequence', [0xe2, 0x82]],
+    ['an overlong encoding', [0xc0, 0xaf]],
+    ['an encoded surrogate', [0xed, 0xa0, 0x80]],
+  ])('when the description holds %s (not UTF-8), then invalid_encoding', async (_case, bytes) => {
+    const rawBody = Buffer.concat([
+      Buffer.from('{"amount":1000,"currency":"EUR","description":"'),
+      Buffer.from(bytes),
+      Buffer.from('"}'),
+    ]);
+    expectProblem(await rejected({ rawBody }), 400, 'invalid_encoding');
+  });
+
+  it('when the body cannot be decoded (bad gzip), then malformed_body, not malformed_json', async () => {
+    const res = await rejected({
+      rawBody: JSON.stringify(valid),
+      headers: { 'content-encoding': 'gzip' },
+    });
+    expectProblem(res, 400, 'malformed_body');
+  });
+});
+
+describe('metadata and auth edge cases that are accepted', () => {
+  it('when metadata keys are constructor and prototype, then they are stored faithfully', async () => {
+    const metadata = { constructor: 'c', prototype: 'p', toString: 't' };
+    const res = await postPayment(api, { apiKey, body: { ...valid, metadata } });
+    expect(res.status).toBe(202);
+    expect(res.json.metadata).toEqual(metadata);
+    const read = await getJson(api, `/payments/${res.json.id as string}`, apiKey);
+    expect(read.json.metadata).toEqual(metadata);
+  });
+
+  it('when a retry adds metadata: {}, then it is the same request (replayed, one payment)', async () => {
+    const key = crypto.randomUUID();
+    const first = await postPayment(api, { apiKey, key, body: valid });
+    expect(first.json.metadata).toEqual({});
+    const before = await countWrites(db);
+    const retry = await postPayment(api, { apiKey, key, body: { ...valid, metadata: {} } });
+    expect(retry.status).toBe(first.status);
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    expect(retry.json.id).toBe(first.json.id);
+    expect(await countWrites(db)).toEqual(before);
+  });
+
+  it('when an emoji description is 500 characters (1000 UTF-16 units), then it is accepted', async () => {
+    const description = '\u{1F600}'.repeat(500);
+    const res = await postPayment(api, { apiKey, body: { ...valid, description } });
+    expect(res.status).toBe(202);
+    expect(res.json.description).toBe(description);
+  });
+
+  it.each([['bearer '], ['BEARER '], ['Bearer  ']])(
+    'when the Authorization header starts %j, then the key is accepted',
+    async (prefix) => {
+      const res = await postPayment(api, {
+        apiKey,
+        headers: { authorization: `${prefix}${apiKey}` },
+        body: valid,
+      });
+      expect(res.status).toBe(202);
+    },
+  );
 });
 
 describe('401', () => {
@@ -136,6 +245,8 @@ describe('404', () => {
     ['an unknown id', '/payments/0190a6e2-7f6a-7d3c-8a4b-123456789abc'],
     ['a malformed id', '/payments/not-a-uuid'],
     ['an id with SQL in it', "/payments/1'%20OR%20'1'='1"],
+    ['a badly percent-encoded id', '/payments/%ZZ'],
+    ['a truncated percent escape', '/payments/abc%E2%82'],
   ])('when GET asks for %s, then not_found', async (_case, path) => {
     expectProblem(await getJson(api, path, apiKey), 404, 'not_found');
   });
@@ -148,6 +259,23 @@ describe('404', () => {
       404,
       'not_found',
     );
+  });
+});
+
+describe('405', () => {
+  it.each([
+    ['PUT', '/payments', 'GET, HEAD, POST'],
+    ['DELETE', '/payments', 'GET, HEAD, POST'],
+    ['PATCH', '/payments', 'GET, HEAD, POST'],
+    ['PUT', '/payments/0190a6e2-7f6a-7d3c-8a4b-123456789abc', 'GET, HEAD'],
+    ['DELETE', '/payments/0190a6e2-7f6a-7d3c-8a4b-123456789abc', 'GET, HEAD'],
+    ['POST', '/payments/0190a6e2-7f6a-7d3c-8a4b-123456789abc', 'GET, HEAD'],
+  ])('when %s %s, then method_not_allowed with Allow: %s', async (method, path, allow) => {
+    const before = await countWrites(db);
+    const res = await send(api, method, path, apiKey, valid);
+    expectProblem(res, 405, 'method_not_allowed');
+    expect(res.headers.get('allow')).toBe(allow);
+    expect(await countWrites(db)).toEqual(before);
   });
 });
 

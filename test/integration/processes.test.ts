@@ -61,6 +61,8 @@ function processEnv(overrides: Record<string, string> = {}): Record<string, stri
     PORT: '0',
     METRICS_PORT: '0',
     LOG_LEVEL: 'info',
+    // The run's admin login owns the tables; database-roles.test.ts covers the refusal.
+    DB_ALLOW_PRIVILEGED_LOGIN: 'true',
     ...overrides,
   };
 }

@@ -77,6 +77,7 @@ describe('several relays at once', () => {
         RELAY_BATCH_SIZE: BATCH,
         METRICS_PORT: '0',
         LOG_LEVEL: 'info',
+        DB_ALLOW_PRIVILEGED_LOGIN: 'true',
       }),
     );
     let inProcessPublished = 0;

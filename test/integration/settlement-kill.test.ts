@@ -42,6 +42,7 @@ function settlementEnv(): Record<string, string> {
     LOG_LEVEL: 'info',
     ...FAST_SETTLEMENT,
     SETTLEMENT_LEASE_MS: '1000',
+    DB_ALLOW_PRIVILEGED_LOGIN: 'true',
   };
 }
 

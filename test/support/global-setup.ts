@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { createLogger } from '../../src/platform/logger.js';
 import { migrateUp } from '../../src/platform/migrate.js';
@@ -41,6 +42,13 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const build = compile('tsconfig.build.json').then(() => compile('tools/tsconfig.json'));
   const { services, stop } = await resolveServices();
   const runId = `t${Date.now().toString(36)}${process.pid.toString(36)}`;
+  const admin = new pg.Client({ connectionString: services.databaseUrl });
+  await admin.connect();
+  try {
+    await ensureServiceRoles(admin);
+  } finally {
+    await admin.end();
+  }
   const template = await createScratchDatabase(services.databaseUrl, `${runId}_template`);
   const logger = createLogger({ LOG_LEVEL: 'warn', LOG_FORMAT: 'json' });
   await migrateUp(template.url, logger);
@@ -53,4 +61,21 @@ export default async function setup(project: TestProject): Promise<() => Promise
     await dropScratchDatabasesWithPrefix(services.databaseUrl, runId);
     await stop();
   };
+}
+
+/**
+ * The per-process logins (scripts/db/create-roles.sql) exist before the template is migrated, so
+ * its grants reach them. The native stack creates them; a container's superuser creates them
+ * here. An admin that may not create roles leaves them missing (database-roles.test.ts fails).
+ */
+async function ensureServiceRoles(admin: pg.Client): Promise<void> {
+  for (const role of ['payments_api', 'payments_relay', 'payments_settlement']) {
+    const { rowCount } = await admin.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [role]);
+    if (rowCount) continue;
+    try {
+      await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${role}'`);
+    } catch (error) {
+      if ((error as { code?: string }).code !== '42501') throw error;
+    }
+  }
 }

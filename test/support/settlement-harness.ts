@@ -84,7 +84,12 @@ export async function createSettlementHarness(
     async createPayment(source = 'tok_visa') {
       const id = uuidv7();
       const createdAt = new Date();
-      const body = { amount: 1234, currency: 'EUR' as const, source: source as 'tok_visa' };
+      const body = {
+        amount: 1234,
+        currency: 'EUR' as const,
+        source: source as 'tok_visa',
+        metadata: {},
+      };
       const resource = newPaymentResource(id, body, createdAt);
       await insertPaymentOnce(db.pool, {
         merchantId: merchant.id,

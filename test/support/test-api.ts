@@ -42,7 +42,8 @@ export interface PostOptions {
   apiKey: string;
   key?: string | null;
   body?: unknown;
-  rawBody?: string;
+  /** Sent as is: a string is encoded as UTF-8, bytes are not touched. */
+  rawBody?: string | Uint8Array;
   contentType?: string | null;
   headers?: Record<string, string>;
 }
@@ -73,6 +74,25 @@ export async function postPayment(api: TestApi, options: PostOptions): Promise<A
 
 export async function getJson(api: TestApi, path: string, apiKey: string): Promise<Answer> {
   return toAnswer(await fetch(api.url(path), { headers: { authorization: `Bearer ${apiKey}` } }));
+}
+
+/** Any method on any path, authenticated, with an optional JSON body. */
+export async function send(
+  api: TestApi,
+  method: string,
+  path: string,
+  apiKey: string,
+  body?: unknown,
+): Promise<Answer> {
+  const headers: Record<string, string> = { authorization: `Bearer ${apiKey}` };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  return toAnswer(
+    await fetch(api.url(path), {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }),
+  );
 }
 
 async function toAnswer(res: Response): Promise<Answer> {

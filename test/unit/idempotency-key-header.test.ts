@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { parseIdempotencyKey } from '../../src/idempotency/idempotency-key-header.js';
+import {
+  IDEMPOTENCY_KEY_HEADER_MAX_LENGTH,
+  IDEMPOTENCY_KEY_HEADER_PATTERN,
+  parseIdempotencyKey,
+} from '../../src/idempotency/idempotency-key-header.js';
 
 describe('parseIdempotencyKey', () => {
   it.each([
@@ -32,5 +36,45 @@ describe('parseIdempotencyKey', () => {
 
   it('when two headers are sent, then it is invalid', () => {
     expect(parseIdempotencyKey(['a', 'b'])).toEqual({ ok: false, reason: 'invalid' });
+  });
+});
+
+describe('IDEMPOTENCY_KEY_HEADER_PATTERN (the OpenAPI document)', () => {
+  const samples = [
+    'abc',
+    '"abc"',
+    '"a\\"b"',
+    '"a\\\\b"',
+    '"a b"',
+    '""',
+    '"abc',
+    'ab"c',
+    '"a\\x"',
+    'x'.repeat(255),
+    'x'.repeat(256),
+    `"${'x'.repeat(255)}"`,
+    `"${'x'.repeat(256)}"`,
+    `"${'\\"'.repeat(255)}"`,
+    'has space',
+    'tab\t',
+    'é',
+    '~',
+  ];
+
+  it.each(samples)('when the header is %j, then the pattern agrees with the parser', (header) => {
+    const accepted = parseIdempotencyKey(header).ok;
+    expect(IDEMPOTENCY_KEY_HEADER_PATTERN.test(header)).toBe(accepted);
+    if (accepted) expect(header.length).toBeLessThanOrEqual(IDEMPOTENCY_KEY_HEADER_MAX_LENGTH);
+  });
+
+  it('when every 1- and 2-character header is tried, then the pattern agrees with the parser', () => {
+    const chars = Array.from({ length: 0x80 }, (_, i) => String.fromCharCode(i));
+    for (const a of chars) {
+      expect(IDEMPOTENCY_KEY_HEADER_PATTERN.test(a)).toBe(parseIdempotencyKey(a).ok);
+      for (const b of chars) {
+        const pair = a + b;
+        expect(IDEMPOTENCY_KEY_HEADER_PATTERN.test(pair)).toBe(parseIdempotencyKey(pair).ok);
+      }
+    }
   });
 });

@@ -50,14 +50,43 @@ describe('buildOpenApiDocument', () => {
     const statuses = new Set(
       Object.values(ERRORS)
         .map((e) => String(e.status))
-        .filter((s) => s !== '404' && s !== '500'),
+        .filter((s) => !['404', '405', '500'].includes(s)),
     );
     for (const status of statuses) expect(Object.keys(responses)).toContain(status);
     expect(JSON.stringify(doc)).not.toContain('#/$defs/');
   });
 
+  it('when generated, then it states the limits the server enforces', () => {
+    const post = doc.paths['/payments']?.post as unknown as {
+      parameters: { name: string; schema: Record<string, unknown> }[];
+    };
+    const key = post.parameters.find((p) => p.name === 'Idempotency-Key')?.schema;
+    expect(key).toMatchObject({ minLength: 1, maxLength: 512 });
+    expect(typeof key?.pattern).toBe('string');
+    const list = doc.paths['/payments']?.get as unknown as {
+      parameters: { name: string; schema: Record<string, unknown> }[];
+    };
+    expect(list.parameters.find((p) => p.name === 'limit')?.schema).toMatchObject({
+      type: 'integer',
+      minimum: 1,
+      maximum: 100,
+    });
+    const metadata = doc.components.schemas.CreatePaymentRequest?.properties?.metadata;
+    expect(metadata).toMatchObject({ maxProperties: 20, default: {} });
+    expect(JSON.stringify(metadata)).toContain('__proto__');
+    expect(Object.keys(doc.paths['/payments']?.get?.responses ?? {})).toContain('400');
+  });
+
+  it('when generated, then the 202 links to the payment and to the page after it', () => {
+    const created = doc.paths['/payments']?.post?.responses['202'] as { links: object };
+    expect(created.links).toMatchObject({
+      GetPayment: { operationId: 'getPayment', parameters: { id: '$response.body#/id' } },
+    });
+  });
+
   it('when generated, then each error response of POST /payments names the codes of the brief table', () => {
-    const { 404: _notFound, ...expected } = BRIEF_ERROR_TABLE;
+    const { 404: _notFound, ...brief } = BRIEF_ERROR_TABLE;
+    const expected = { ...brief, 400: [...(brief[400] ?? []), ...INPUT_HARDENING_400].sort() };
     expect(documentedCodes(doc.paths['/payments']?.post?.responses ?? {})).toEqual(expected);
   });
 
@@ -106,6 +135,9 @@ const BRIEF_ERROR_TABLE: Record<string, string[]> = {
   429: ['rate_limited'],
   503: ['service_unavailable'],
 };
+
+/** 400 codes beyond the brief's table: bodies that cannot be read or are not UTF-8 (DESIGN 70). */
+const INPUT_HARDENING_400 = ['invalid_encoding', 'malformed_body'];
 
 /** Status -> sorted `code` enum of each 4xx/5xx response's problem+json schema. */
 function documentedCodes(responses: Record<string, unknown>): Record<string, string[]> {

@@ -113,6 +113,8 @@ export async function measurePipeline(
       RATE_LIMIT_BURST: '1000000',
       ACQUIRER_SIM_LATENCY_MS: '0',
       ACQUIRER_SIM_FAILURE_RATE: '0',
+      // A scratch database owned by the bench's login (DESIGN 68).
+      DB_ALLOW_PRIVILEGED_LOGIN: 'true',
     };
     const api = await startProcess(
       serviceEntry('apps/api/main.js'),

@@ -138,6 +138,8 @@ async function main(): Promise<void> {
         RATE_LIMIT_PER_SECOND: '1000000',
         RATE_LIMIT_BURST: '1000000',
         DATABASE_POOL_MAX: String(Math.max(CONCURRENCY, 4)),
+        // A scratch database owned by the bench's login (DESIGN 68).
+        DB_ALLOW_PRIVILEGED_LOGIN: 'true',
       },
       '/healthz',
       apiNodeArgs(),

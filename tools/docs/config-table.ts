@@ -79,6 +79,8 @@ function splitAtBlock(readme: string): { before: string; after: string } {
 }
 
 function showDefault(value: unknown): string {
+  if (value === undefined) return 'unset';
+  if (typeof value === 'boolean') return `\`${String(value)}\``;
   if (Array.isArray(value)) return `\`${value.join(',')}\``;
   if (typeof value === 'string' || typeof value === 'number') return `\`${String(value)}\``;
   throw new Error(`cannot show default ${JSON.stringify(value)}`);
@@ -88,6 +90,9 @@ function showDefault(value: unknown): string {
 function acceptedValues(schema: z.ZodType): string {
   if (schema instanceof z.ZodEnum) {
     return schema.options.map((option) => `\`${String(option)}\``).join(', ');
+  }
+  if (schema instanceof z.ZodPipe && schema.in instanceof z.ZodEnum) {
+    return acceptedValues(schema.in);
   }
   if (schema instanceof z.ZodPipe && schema.out instanceof z.ZodNumber) {
     const { minValue, maxValue } = schema.out;

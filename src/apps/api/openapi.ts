@@ -1,8 +1,12 @@
 import { z } from 'zod';
 import { ERRORS, type ErrorCode } from '../../http/api-error.js';
 import {
+  IDEMPOTENCY_KEY_HEADER_MAX_LENGTH,
+  IDEMPOTENCY_KEY_HEADER_PATTERN,
+} from '../../idempotency/idempotency-key-header.js';
+import {
   createPaymentBodySchema,
-  listPaymentsQuerySchema,
+  MAX_LIST_LIMIT,
   paymentListSchema,
   paymentSchema,
   problemSchema,
@@ -36,6 +40,13 @@ function components(entries: { schema: z.ZodType; io: 'input' | 'output' }[]): J
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 
+/** Errors whose answer tells the client when to retry. */
+const RETRY_AFTER: ReadonlySet<ErrorCode> = new Set([
+  'idempotency_key_in_use',
+  'rate_limited',
+  'service_unavailable',
+]);
+
 function problems(...codes: ErrorCode[]): JsonObject {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of codes) {
@@ -47,6 +58,9 @@ function problems(...codes: ErrorCode[]): JsonObject {
       String(status),
       {
         description: list.map((c) => `\`${c}\`: ${ERRORS[c].title}`).join('; '),
+        ...(list.some((c) => RETRY_AFTER.has(c))
+          ? { headers: { 'Retry-After': { schema: { type: 'string', pattern: '^[0-9]+$' } } } }
+          : {}),
         content: {
           'application/problem+json': {
             // The codes this status carries here, so clients can switch on `code` exhaustively.
@@ -65,8 +79,34 @@ const idempotencyKeyHeader = {
   description:
     'Client-chosen key, 1-255 visible ASCII characters (the quoted structured-field form "abc" means abc). ' +
     'Retries with the same key and body replay the stored response; a different body is 422.',
-  schema: { type: 'string', minLength: 1, maxLength: 257 },
+  schema: {
+    type: 'string',
+    minLength: 1,
+    maxLength: IDEMPOTENCY_KEY_HEADER_MAX_LENGTH,
+    pattern: IDEMPOTENCY_KEY_HEADER_PATTERN.source,
+  },
 };
+
+// Written out rather than converted: the zod schema parses query strings, the document states
+// the values they carry.
+const listParameters = [
+  {
+    name: 'limit',
+    in: 'query',
+    required: false,
+    description: `Page size, 1-${MAX_LIST_LIMIT}.`,
+    schema: { type: 'integer', minimum: 1, maximum: MAX_LIST_LIMIT, default: 10 },
+  },
+  {
+    name: 'starting_after',
+    in: 'query',
+    required: false,
+    description:
+      'The id of one of your payments: the page starts after it (newest first). ' +
+      'An id that is not one of yours is refused with 400 `validation_failed`.',
+    schema: { type: 'string', format: 'uuid' },
+  },
+];
 
 const paymentIdParameter = {
   name: 'id',
@@ -92,11 +132,23 @@ function createPaymentOperation(): JsonObject {
           'Idempotent-Replayed': { schema: { type: 'string', enum: ['true'] } },
         },
         content: { 'application/json': { schema: ref('Payment') } },
+        links: {
+          GetPayment: {
+            operationId: 'getPayment',
+            parameters: { id: '$response.body#/id' },
+          },
+          ListPaymentsAfter: {
+            operationId: 'listPayments',
+            parameters: { starting_after: '$response.body#/id' },
+          },
+        },
       },
       ...problems(
         'idempotency_key_missing',
         'idempotency_key_invalid',
         'malformed_json',
+        'malformed_body',
+        'invalid_encoding',
         'validation_failed',
         'unauthorized',
         'idempotency_key_in_use',
@@ -111,17 +163,9 @@ function createPaymentOperation(): JsonObject {
 }
 
 function listPaymentsOperation(): JsonObject {
-  const query = z.toJSONSchema(listPaymentsQuerySchema, { io: 'input' }) as {
-    properties: Record<string, JsonObject>;
-  };
   return {
     operationId: 'listPayments',
-    parameters: Object.entries(query.properties).map(([name, schema]) => ({
-      name,
-      in: 'query',
-      required: false,
-      schema,
-    })),
+    parameters: listParameters,
     responses: {
       '200': {
         description: 'Newest first.',

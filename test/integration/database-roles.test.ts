@@ -1,0 +1,223 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createIdempotencyReaper } from '../../src/idempotency/idempotency-reaper.js';
+import { startRelay } from '../../src/apps/relay/start-relay.js';
+import type { RunningRole } from '../../src/apps/running-role.js';
+import { startSettlement } from '../../src/apps/settlement/start-settlement.js';
+import { createLogger } from '../../src/platform/logger.js';
+import { createPlatform, type Platform } from '../../src/platform/platform.js';
+import {
+  assertUnprivilegedLogin,
+  PrivilegedLoginError,
+} from '../../src/platform/privileged-login.js';
+import { createTestDatabase, testConfig, type TestDatabase } from '../support/isolation.js';
+import { startRoleProcess } from '../support/role-process.js';
+import { roleDatabaseUrl, type ServiceRole } from '../support/role-login.js';
+import { eventually, FAST_SETTLEMENT } from '../support/settlement-harness.js';
+import { getJson, postPayment, startTestApi, type TestApi } from '../support/test-api.js';
+
+/** Issue #11 item 3: each process kind's login holds only what its statements need. */
+
+let db: TestDatabase;
+const logins = new Map<ServiceRole, pg.Pool>();
+
+function login(role: ServiceRole): pg.Pool {
+  let pool = logins.get(role);
+  if (!pool) {
+    pool = new pg.Pool({ connectionString: roleDatabaseUrl(db.url, role), max: 2 });
+    logins.set(role, pool);
+  }
+  return pool;
+}
+
+/** The Postgres error code of `sql` run as `role`, or 'ok'. */
+async function attempt(role: ServiceRole, sql: string, values: unknown[] = []): Promise<string> {
+  try {
+    await login(role).query(sql, values);
+    return 'ok';
+  } catch (error) {
+    return (error as { code?: string }).code ?? String(error);
+  }
+}
+
+const INSUFFICIENT_PRIVILEGE = '42501';
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  for (const pool of logins.values()) await pool.end();
+  await db.drop();
+});
+
+describe("the API's login", () => {
+  it('when it tries DDL, then Postgres refuses with insufficient_privilege and the table stays', async () => {
+    expect(await attempt('api', 'DROP TABLE payments')).toBe(INSUFFICIENT_PRIVILEGE);
+    expect(await attempt('api', 'DROP TABLE outbox')).toBe(INSUFFICIENT_PRIVILEGE);
+    expect(await attempt('api', 'TRUNCATE payments')).toBe(INSUFFICIENT_PRIVILEGE);
+    expect(await attempt('api', 'ALTER TABLE payments ADD COLUMN x int')).toBe(
+      INSUFFICIENT_PRIVILEGE,
+    );
+    expect(await attempt('api', 'CREATE TABLE api_scratch (id int)')).toBe(INSUFFICIENT_PRIVILEGE);
+    const { rows } = await db.pool.query("SELECT to_regclass('payments') IS NOT NULL AS present");
+    expect(rows[0]).toEqual({ present: true });
+  });
+
+  it('when it tries to delete or rewrite a payment, then Postgres refuses and the row is unchanged', async () => {
+    const api = await startTestApi(db, { DATABASE_URL: roleDatabaseUrl(db.url, 'api') });
+    try {
+      const { apiKey } = await api.merchant();
+      const created = await postPayment(api, { apiKey, body: { amount: 700, currency: 'EUR' } });
+      expect(created.status).toBe(202);
+      const id = created.json.id as string;
+      expect(await attempt('api', 'DELETE FROM payments WHERE id = $1', [id])).toBe(
+        INSUFFICIENT_PRIVILEGE,
+      );
+      expect(await attempt('api', 'UPDATE payments SET amount = 1 WHERE id = $1', [id])).toBe(
+        INSUFFICIENT_PRIVILEGE,
+      );
+      expect(await attempt('api', 'DELETE FROM outbox')).toBe(INSUFFICIENT_PRIVILEGE);
+      expect(await attempt('api', 'DELETE FROM merchants')).toBe(INSUFFICIENT_PRIVILEGE);
+      const { rows } = await db.pool.query<{ amount: string }>(
+        'SELECT amount FROM payments WHERE id = $1',
+        [id],
+      );
+      expect(rows).toEqual([{ amount: '700' }]);
+    } finally {
+      await api.close();
+      // Its event names this API's topic, which no relay here publishes to.
+      await db.pool.query('DELETE FROM outbox');
+    }
+  });
+});
+
+describe('the relay and settlement logins', () => {
+  it('when the relay reads payments or settlement changes an amount, then Postgres refuses', async () => {
+    expect(await attempt('relay', 'SELECT count(*) FROM payments')).toBe(INSUFFICIENT_PRIVILEGE);
+    expect(await attempt('relay', 'SELECT count(*) FROM merchants')).toBe(INSUFFICIENT_PRIVILEGE);
+    expect(await attempt('relay', 'SELECT count(*) FROM outbox')).toBe('ok');
+    // Column-level: the status columns only.
+    expect(await attempt('settlement', "UPDATE payments SET status = 'settled' WHERE false")).toBe(
+      'ok',
+    );
+    expect(await attempt('settlement', 'UPDATE payments SET amount = 1 WHERE false')).toBe(
+      INSUFFICIENT_PRIVILEGE,
+    );
+    expect(await attempt('settlement', 'DELETE FROM payments WHERE false')).toBe(
+      INSUFFICIENT_PRIVILEGE,
+    );
+    expect(await attempt('settlement', 'UPDATE outbox SET attempts = 0 WHERE false')).toBe(
+      INSUFFICIENT_PRIVILEGE,
+    );
+    expect(await attempt('settlement', 'SELECT count(*) FROM idempotency_keys')).toBe(
+      INSUFFICIENT_PRIVILEGE,
+    );
+  });
+});
+
+describe('every role with its own login', () => {
+  let api: TestApi;
+  const platforms: Platform[] = [];
+  const roles: RunningRole[] = [];
+
+  beforeAll(async () => {
+    api = await startTestApi(db, {
+      DATABASE_URL: roleDatabaseUrl(db.url, 'api'),
+      ...FAST_SETTLEMENT,
+    });
+    // The same topics, group and Redis prefix as the API, another login each.
+    const shared = api.platform.config;
+    for (const [role, start] of [
+      ['relay', startRelay],
+      ['settlement', startSettlement],
+    ] as const) {
+      const config = testConfig({
+        ...FAST_SETTLEMENT,
+        DATABASE_URL: roleDatabaseUrl(db.url, role),
+        REDIS_KEY_PREFIX: shared.REDIS_KEY_PREFIX,
+        KAFKA_TOPIC_PAYMENTS: shared.KAFKA_TOPIC_PAYMENTS,
+        KAFKA_TOPIC_DLQ: shared.KAFKA_TOPIC_DLQ,
+        KAFKA_CONSUMER_GROUP: shared.KAFKA_CONSUMER_GROUP,
+      });
+      const platform = await createPlatform(config, createLogger(config));
+      platforms.push(platform);
+      roles.push(await start(platform));
+    }
+  });
+  afterAll(async () => {
+    for (const role of roles.reverse()) await role.close();
+    for (const platform of platforms) await platform.close();
+    await api.close();
+  });
+
+  it('when payments are posted, replayed, listed, settled and declined, then every statement is allowed', async () => {
+    const { apiKey } = await api.merchant();
+    const ok = await postPayment(api, {
+      apiKey,
+      key: 'roles-1',
+      body: { amount: 100, currency: 'EUR' },
+    });
+    const declined = await postPayment(api, {
+      apiKey,
+      body: { amount: 200, currency: 'EUR', source: 'tok_decline' },
+    });
+    expect([ok.status, declined.status]).toEqual([202, 202]);
+    const replay = await postPayment(api, {
+      apiKey,
+      key: 'roles-1',
+      body: { amount: 100, currency: 'EUR' },
+    });
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect((await getJson(api, '/payments?limit=5', apiKey)).status).toBe(200);
+
+    for (const [res, status] of [
+      [ok, 'settled'],
+      [declined, 'failed'],
+    ] as const) {
+      await eventually(`payment ${status}`, async () => {
+        const read = await getJson(api, `/payments/${res.json.id as string}`, apiKey);
+        return read.json.status === status ? true : undefined;
+      });
+    }
+    // The result events went through the relay too.
+    await eventually('outbox drained', async () => {
+      const { rows } = await db.pool.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL',
+      );
+      return rows[0]?.n === 0 ? true : undefined;
+    });
+  });
+
+  it('when expired idempotency keys are reaped as the API, then they are deleted', async () => {
+    await db.pool.query("UPDATE idempotency_keys SET expires_at = now() - interval '1 second'");
+    const reaper = createIdempotencyReaper(login('api'), api.platform.logger, {
+      batch: 10,
+      intervalMs: 60_000,
+    });
+    expect(await reaper.runOnce()).toBeGreaterThan(0);
+  });
+});
+
+describe('the start-up guard', () => {
+  it('when a login owns the tables, then it is refused; a role login passes', async () => {
+    await expect(assertUnprivilegedLogin(db.pool)).rejects.toBeInstanceOf(PrivilegedLoginError);
+    for (const role of ['api', 'relay', 'settlement'] as const) {
+      await expect(assertUnprivilegedLogin(login(role))).resolves.toBeUndefined();
+    }
+  });
+
+  it('when a process starts as the owner without DB_ALLOW_PRIVILEGED_LOGIN, then it exits 1 saying why', async () => {
+    const config = testConfig();
+    const proc = startRoleProcess('apps/api/main.js', {
+      DATABASE_URL: db.url,
+      REDIS_URL: config.REDIS_URL,
+      KAFKA_BROKERS: config.KAFKA_BROKERS.join(','),
+      PORT: '0',
+      LOG_LEVEL: 'info',
+    });
+    // SIGCONT does not stop a process: this only waits for it to exit by itself.
+    expect(await proc.stop('SIGCONT')).toBe(1);
+    expect(proc.output()).toContain('DB_ALLOW_PRIVILEGED_LOGIN=true');
+    expect(proc.output()).not.toContain('api listening');
+  });
+});
