@@ -10,6 +10,7 @@ import { awaitInFlightTwin, type InFlightDeps } from './await-in-flight-twin.js'
 import { cacheResponse } from './cache-response.js';
 import { paymentDatabaseGuard } from './payment-database-guard.js';
 import type { CreatePaymentBody } from './payment-schemas.js';
+import { createOutageLog, type OutageLog } from '../platform/outage-log.js';
 import { createRedisGuard } from './redis-guard.js';
 import { replayStoredResponse, type CreateOutcome } from './replay-stored-response.js';
 import { writePaymentOnce, type WritePaymentDeps } from './write-payment-once.js';
@@ -28,9 +29,13 @@ export interface CreatePaymentDeps {
     | 'IDEMPOTENCY_WAIT_MS'
     | 'IDEMPOTENCY_RETRY_AFTER_SECONDS'
     | 'REDIS_FAILURE_MODE'
+    | 'REDIS_BREAKER_COOLDOWN_MS'
+    | 'OUTAGE_LOG_INTERVAL_MS'
     | 'UNAVAILABLE_RETRY_AFTER_SECONDS'
     | 'KAFKA_TOPIC_PAYMENTS'
   >;
+  /** Where Postgres outages are logged; a database step that succeeds ends one. */
+  postgresOutage?: OutageLog;
   /** Fault injection for tests: runs after the lock is taken, before the database write. */
   beforeWrite?: () => Promise<void>;
   now?: () => Date;
@@ -43,9 +48,10 @@ function buildSteps(deps: CreatePaymentDeps) {
   const redis = createRedisGuard({
     failClosed: config.REDIS_FAILURE_MODE === 'closed',
     retryAfterSeconds: config.UNAVAILABLE_RETRY_AFTER_SECONDS,
-    logger,
+    cooldownMs: config.REDIS_BREAKER_COOLDOWN_MS,
+    outage: createOutageLog('redis', logger, config.OUTAGE_LOG_INTERVAL_MS),
   });
-  const database = paymentDatabaseGuard(config.UNAVAILABLE_RETRY_AFTER_SECONDS);
+  const database = paymentDatabaseGuard(config.UNAVAILABLE_RETRY_AFTER_SECONDS, deps.postgresOutage);
   const write: WritePaymentDeps = {
     db: deps.db,
     database,
@@ -74,7 +80,7 @@ function buildSteps(deps: CreatePaymentDeps) {
  * (payment-errors.ts); the HTTP layer maps them to problem+json.
  */
 export function createPaymentService(deps: CreatePaymentDeps) {
-  const { logger, cache } = deps;
+  const { cache } = deps;
   const { redis, write, inFlight } = buildSteps(deps);
 
   return async function createPayment(
@@ -101,8 +107,12 @@ export function createPaymentService(deps: CreatePaymentDeps) {
       await deps.beforeWrite?.();
       const { created, stored } = await writePaymentOnce(write, merchant, key, body, fingerprint);
       // The cache write and the release go out together; on one connection Redis applies them
-      // in order, so no request sees the key unlocked before its response is cached.
-      await Promise.all([cacheResponse(cache, logger, merchant.id, key, stored), lock.release()]);
+      // in order, so no request sees the key unlocked before its response is cached. Both are
+      // bounded by the command timeout and skipped while Redis is failing.
+      await Promise.all([
+        cacheResponse(cache, redis, merchant.id, key, stored),
+        redis.bestEffort('release', lock.release),
+      ]);
       if (!created) return replayStoredResponse(stored, fingerprint);
       return {
         status: stored.status,
@@ -111,7 +121,7 @@ export function createPaymentService(deps: CreatePaymentDeps) {
         replayed: false,
       };
     } finally {
-      await lock.release();
+      await redis.bestEffort('release', lock.release);
     }
   };
 }

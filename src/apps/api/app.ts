@@ -5,9 +5,11 @@ import express, { type Express } from 'express';
 import { ApiError } from '../../http/api-error.js';
 import { errorHandler } from '../../http/error-handler.js';
 import { requestContext } from '../../http/request-context.js';
+import { requestDeadline } from '../../http/request-deadline.js';
 import { paymentsRouter, type PaymentsRouterDeps } from '../../payments/payments-router.js';
 import type { Logger } from '../../platform/logger.js';
 import { metricsRegistry } from '../../platform/metrics.js';
+import type { OutageLog } from '../../platform/outage-log.js';
 import type { ReadinessReport } from '../../platform/readiness.js';
 import { buildOpenApiDocument } from './openapi.js';
 
@@ -23,6 +25,10 @@ export interface AppDeps {
   payments: PaymentsRouterDeps;
   /** Retry-After of a 503 when Postgres is unavailable. */
   unavailableRetryAfterSeconds: number;
+  /** REQUEST_DEADLINE_MS: past it a request is answered 503 (see requestDeadline). */
+  requestDeadlineMs: number;
+  /** Where the 503s of an unreachable Postgres are logged (once per interval). */
+  postgresOutage?: OutageLog;
 }
 
 /** Builds the HTTP application without listening, so tests can serve it on port 0. */
@@ -31,6 +37,7 @@ export function buildApp(deps: AppDeps): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.use(requestContext(deps.logger));
+  app.use(requestDeadline(deps.requestDeadlineMs, deps.unavailableRetryAfterSeconds));
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -60,6 +67,6 @@ export function buildApp(deps: AppDeps): Express {
   app.use((req) => {
     throw new ApiError('not_found', `No route for ${req.method} ${req.path}.`);
   });
-  app.use(errorHandler(deps.unavailableRetryAfterSeconds));
+  app.use(errorHandler(deps.unavailableRetryAfterSeconds, deps.postgresOutage));
   return app;
 }
