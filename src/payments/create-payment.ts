@@ -51,7 +51,10 @@ function buildSteps(deps: CreatePaymentDeps) {
     cooldownMs: config.REDIS_BREAKER_COOLDOWN_MS,
     outage: createOutageLog('redis', logger, config.OUTAGE_LOG_INTERVAL_MS),
   });
-  const database = paymentDatabaseGuard(config.UNAVAILABLE_RETRY_AFTER_SECONDS, deps.postgresOutage);
+  const database = paymentDatabaseGuard(
+    config.UNAVAILABLE_RETRY_AFTER_SECONDS,
+    deps.postgresOutage,
+  );
   const write: WritePaymentDeps = {
     db: deps.db,
     database,
