@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
-import { steadyLoad, summarize } from '../support/steady-load.js';
+import { report, steadyLoad, summarize } from '../support/steady-load.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import {
   countWrites,
@@ -16,6 +16,9 @@ import {
  * one payment per key, whatever the fate of the writes that were in flight.
  */
 const DEADLINE_MS = 2_000;
+/** GRAY_PG_FREEZE_MS=10000 GRAY_RATE=100 reproduces the issue's Done-when figures. */
+const FREEZE_MS = Number(process.env.GRAY_PG_FREEZE_MS ?? 3_000);
+const RATE = Number(process.env.GRAY_RATE ?? 30);
 let db: TestDatabase;
 let proxy: TcpProxy;
 let api: TestApi;
@@ -63,16 +66,16 @@ describe('postgres frozen mid-load', () => {
     const merchant = await api.merchant();
     for (let i = 0; i < 5; i++) await postPayment(api, { apiKey: merchant.apiKey, key: `w${i}` });
     const loading = steadyLoad(api, merchant.apiKey, {
-      ratePerSecond: 30,
-      durationMs: 6_000,
+      ratePerSecond: RATE,
+      durationMs: FREEZE_MS + 3_000,
       keyPrefix: 'pg-freeze',
     });
     await new Promise((r) => setTimeout(r, 1_500));
     proxy.freeze();
-    await new Promise((r) => setTimeout(r, 3_000));
+    await new Promise((r) => setTimeout(r, FREEZE_MS));
     proxy.thaw();
     const results = await loading;
-    console.log(summarize('postgres frozen 3 s', results));
+    report(summarize(`postgres frozen ${FREEZE_MS} ms at ${RATE}/s`, results));
 
     for (const { answer, latencyMs } of results) {
       expect([202, 503]).toContain(answer.status);
@@ -100,7 +103,7 @@ describe('postgres frozen mid-load', () => {
     const writes = await countWrites(db);
     expect(writes.payments).toBe(writes.keys);
     expect(writes.outbox).toBe(writes.payments);
-  });
+  }, 120_000);
 
   it('when the answer to a committed INSERT never arrives (query timeout), then 503, and the retry with the same key replays that payment', async () => {
     const merchant = await api.merchant();
