@@ -86,7 +86,7 @@ export const configSchema = z.object({
     .describe('Longest a single SQL statement may run before Postgres cancels it.'),
   /** A pool checkout (new connection or a free one) waits this long, then the request is 503. */
   DATABASE_CONNECT_TIMEOUT_MS: integer(50, 600_000)
-    .default(2_000)
+    .default(3_000)
     .describe('Longest wait for a Postgres connection from the pool (then 503 + Retry-After).'),
   /**
    * Client-side bound of one query: a database that accepts the connection and never answers
