@@ -30,7 +30,7 @@ describe('redis guard', () => {
       outage,
       now: () => now,
     });
-    expect(await guard.attempt('cache-get', timedOut)).toBeUndefined();
+    await expect(guard.attempt('cache-get', timedOut)).resolves.toBeUndefined();
     expect(outage.failures).toBe(1);
 
     let calls = 0;
