@@ -107,6 +107,8 @@ function reportAnswers(kafka: KafkaClient, client: Producer | Consumer): void {
 function isBenign(message: string, extra: Record<string, unknown>): boolean {
   if (message.startsWith(BOUNDED_RETRIES_WARNING)) return true; // see createIdempotentProducer
   if (message === 'Could not create topics') return true;
+  // The late answer to a request that already timed out (a broker thawing): it was retried.
+  if (message === 'Response without match') return true;
   const error = typeof extra.error === 'string' ? extra.error : '';
   return (
     message.startsWith('Response ') &&
