@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler } from 'express';
 import { isDatabaseUnavailable } from '../platform/db-errors.js';
 import { DomainError } from '../platform/domain-error.js';
+import type { OutageLog } from '../platform/outage-log.js';
 import { ApiError } from './api-error.js';
 import { sendProblem } from './problem.js';
 
@@ -57,16 +58,37 @@ export function toApiError(error: unknown, retryAfterSeconds: number): ApiError 
   );
 }
 
-/** Answers every error as problem+json; a 5xx is logged with its stack. */
-export function errorHandler(retryAfterSeconds: number): ErrorRequestHandler {
+/**
+ * Answers every error as problem+json. A 500 is a bug: logged with its stack. A 503 is
+ * deliberate (a dependency is down): Postgres outages go to `postgresOutage` (a few lines per
+ * outage), the Redis ones were logged by the Redis guard. An error after the response was sent
+ * (the request deadline answered first) is the tail of work already answered: debug only.
+ */
+export function errorHandler(
+  retryAfterSeconds: number,
+  postgresOutage?: OutageLog,
+): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
     // A path parameter that is not valid percent-encoding (`/payments/%ZZ`) names nothing.
     const apiError =
       error instanceof URIError
         ? new ApiError('not_found', `No route for ${req.method} ${req.path}.`)
         : toApiError(error, retryAfterSeconds);
-    if (apiError.status >= 500) req.ctx.log.error({ err: error }, apiError.detail);
-    if (res.headersSent) return;
+    if (res.headersSent) {
+      req.ctx.log.debug({ err: error }, 'error after the response was sent');
+      return;
+    }
+    if (apiError.status === 503) {
+      if (isDatabaseUnavailable(error) || isDatabaseUnavailable(causeOf(error))) {
+        postgresOutage?.failed(causeOf(error) ?? error);
+      }
+    } else if (apiError.status >= 500) {
+      req.ctx.log.error({ err: error }, apiError.detail);
+    }
     sendProblem(res, apiError.toProblem(), apiError.options.headers);
   };
+}
+
+function causeOf(error: unknown): unknown {
+  return error instanceof Error ? error.cause : undefined;
 }

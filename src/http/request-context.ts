@@ -48,7 +48,8 @@ declare module 'express-serve-static-core' {
 
 /**
  * Gives every request an id (the client's X-Request-Id or a new UUID), echoes it in the
- * response, and writes one access-log line when the response finishes: info, or error for 5xx.
+ * response, and writes one access-log line when the response finishes: info, or error for a 5xx
+ * other than 503.
  */
 export function requestContext(logger: Logger) {
   const accessLog = logger.isLevelEnabled('info');
@@ -67,7 +68,9 @@ export function requestContext(logger: Logger) {
           status: res.statusCode,
           response_time_ms: Math.round((performance.now() - started) * 10) / 10,
         };
-        if (res.statusCode >= 500) logger.error(line, 'request failed');
+        // A 503 is deliberate (a dependency is down, logged once per interval by its outage
+        // log), not a failure of this service: info, so an outage does not flood the warnings.
+        if (res.statusCode >= 500 && res.statusCode !== 503) logger.error(line, 'request failed');
         else logger.info(line, 'request completed');
       });
     }

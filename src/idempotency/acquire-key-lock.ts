@@ -18,9 +18,12 @@ export async function acquireKeyLock(
   key: string,
   fingerprintHex: string,
 ): Promise<KeyLockResult> {
-  const lock = await redis.attempt('lock', () => locks.acquire(merchantId, key, fingerprintHex));
+  const lock = await redis.attempt('lock', async () => {
+    const attempt = await locks.acquire(merchantId, key, fingerprintHex);
+    if (attempt.kind === 'unavailable') throw attempt.error;
+    return attempt;
+  });
   if (lock?.kind === 'held') return lock;
-  if (lock?.kind === 'unavailable') redis.failed('lock', lock.error);
   if (lock?.kind !== 'acquired') return { kind: 'free', release: () => Promise.resolve() };
   let released = false;
   return {

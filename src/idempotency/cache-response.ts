@@ -1,19 +1,18 @@
 import type { ResponseCache } from './response-cache.js';
 import type { StoredResponse } from './stored-response.js';
-import type { Logger } from '../platform/logger.js';
+import type { RedisGuard } from './redis-guard.js';
 
 /**
  * Caches a committed response for replays. After the commit the answer is decided: a cache
- * failure is logged (replays then read the database), never turned into an error.
+ * failure only ends up in the Redis outage log (replays then read the database), and the
+ * command timeout bounds how long it can delay the response.
  */
 export async function cacheResponse(
   cache: ResponseCache,
-  logger: Logger,
+  redis: RedisGuard,
   merchantId: string,
   key: string,
   stored: StoredResponse,
 ): Promise<void> {
-  await cache.set(merchantId, key, stored).catch((error: unknown) => {
-    logger.warn({ err: error }, 'could not cache the response; replays will use the database');
-  });
+  await redis.bestEffort('cache-set', () => cache.set(merchantId, key, stored));
 }

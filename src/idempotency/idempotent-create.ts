@@ -2,6 +2,7 @@ import type { Merchant } from '../merchants/merchant-repository.js';
 import type { Config } from '../platform/config.js';
 import type { Queryable } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
+import { createOutageLog } from '../platform/outage-log.js';
 import { acquireKeyLock } from './acquire-key-lock.js';
 import { awaitInFlightTwin, type InFlightDeps } from './await-in-flight-twin.js';
 import { cacheResponse } from './cache-response.js';
@@ -25,6 +26,8 @@ export interface IdempotentCreateDeps {
     | 'IDEMPOTENCY_RETRY_AFTER_SECONDS'
     | 'REDIS_FAILURE_MODE'
     | 'UNAVAILABLE_RETRY_AFTER_SECONDS'
+    | 'REDIS_BREAKER_COOLDOWN_MS'
+    | 'OUTAGE_LOG_INTERVAL_MS'
   >;
   /** Fault injection for tests: runs after the lock is taken, before the database write. */
   beforeWrite?: () => Promise<void>;
@@ -44,7 +47,8 @@ export function createIdempotentCreate(deps: IdempotentCreateDeps) {
   const redis = createRedisGuard({
     failClosed: config.REDIS_FAILURE_MODE === 'closed',
     retryAfterSeconds: config.UNAVAILABLE_RETRY_AFTER_SECONDS,
-    logger,
+    cooldownMs: config.REDIS_BREAKER_COOLDOWN_MS,
+    outage: createOutageLog('redis', logger, config.OUTAGE_LOG_INTERVAL_MS),
   });
   const inFlight: InFlightDeps = {
     db: deps.db,
@@ -84,12 +88,16 @@ export function createIdempotentCreate(deps: IdempotentCreateDeps) {
         insert,
       );
       // The cache write and the release go out together; on one connection Redis applies them
-      // in order, so no request sees the key unlocked before its response is cached.
-      await Promise.all([cacheResponse(cache, logger, merchant.id, key, stored), lock.release()]);
+      // in order, so no request sees the key unlocked before its response is cached. Both are
+      // bounded by the command timeout and skipped while Redis is failing.
+      await Promise.all([
+        cacheResponse(cache, redis, merchant.id, key, stored),
+        redis.bestEffort('release', lock.release),
+      ]);
       if (!created) return replayStoredResponse(stored, fingerprint);
       return outcomeOf(stored, false);
     } finally {
-      await lock.release();
+      await redis.bestEffort('release', lock.release);
     }
   };
 }

@@ -12,7 +12,8 @@ export type RelayConfig = Pick<
   | 'RELAY_LEASE_MS'
   | 'RELAY_MAX_ATTEMPTS'
   | 'OUTBOX_RETENTION_SECONDS'
->;
+> &
+  Partial<Pick<Config, 'OUTAGE_LOG_INTERVAL_MS'>>;
 
 export interface RelayDeps {
   /** Every statement is one autocommit statement, so the pool itself is enough. */

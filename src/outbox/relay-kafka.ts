@@ -16,8 +16,13 @@ export const RELAY_KAFKA_OPTIONS = {
 
 /** The Kafka client a relay should be given (see RELAY_KAFKA_OPTIONS). */
 export function createRelayKafka(
-  config: Pick<Config, 'KAFKA_BROKERS' | 'KAFKA_CLIENT_ID'>,
+  config: Pick<Config, 'KAFKA_BROKERS' | 'KAFKA_CLIENT_ID'> &
+    Partial<Pick<Config, 'KAFKA_REQUEST_TIMEOUT_MS' | 'OUTAGE_LOG_INTERVAL_MS'>>,
   logger: Logger,
 ): KafkaClient {
-  return createKafka(config, logger, RELAY_KAFKA_OPTIONS);
+  return createKafka(config, logger, {
+    ...RELAY_KAFKA_OPTIONS,
+    // KAFKA_REQUEST_TIMEOUT_MS when set (its default is the same 10 s).
+    requestTimeout: config.KAFKA_REQUEST_TIMEOUT_MS ?? RELAY_KAFKA_OPTIONS.requestTimeout,
+  });
 }

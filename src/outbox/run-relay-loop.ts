@@ -1,4 +1,5 @@
 import { fullJitterDelay } from '../platform/backoff.js';
+import { createOutageLog } from '../platform/outage-log.js';
 import { drainOutbox, type DrainResult } from './drain-outbox.js';
 import type { LoopWaiter } from './loop-waiter.js';
 import { outboxMetrics } from './outbox-metrics.js';
@@ -18,6 +19,12 @@ const PURGE_INTERVAL_MS = 10_000;
  * backs off (full jitter, so relays that failed together do not return together) on failures.
  */
 export async function runRelayLoop(ctx: RelayContext, waiter: LoopWaiter): Promise<void> {
+  // One warning when rounds start failing, one per interval while they do, one line at the end.
+  const outage = createOutageLog(
+    'relay dependencies (kafka or postgres)',
+    ctx.logger,
+    ctx.config.OUTAGE_LOG_INTERVAL_MS ?? 30_000,
+  );
   let failures = 0;
   let lastPurge = Number.NEGATIVE_INFINITY;
   while (!waiter.isStopped()) {
@@ -36,10 +43,10 @@ export async function runRelayLoop(ctx: RelayContext, waiter: LoopWaiter): Promi
         await purgePublishedRows(ctx.db, ctx.config.OUTBOX_RETENTION_SECONDS, ctx.logger);
       }
     } catch (error) {
-      if (failures === 0) ctx.logger.warn({ err: error }, 'relay round failed; backing off');
+      outage.failed(error, { action: 'relay round failed; backing off' });
     }
     if (!drained || drained.kafkaUnavailable) {
-      if (drained && failures === 0) ctx.logger.warn('kafka unreachable; relay backing off');
+      if (drained) outage.failed('kafka unreachable', { action: 'relay backing off' });
       if (drained) outboxMetrics.kafkaUnavailable.inc();
       failures++;
       await waiter.pause(
@@ -48,7 +55,7 @@ export async function runRelayLoop(ctx: RelayContext, waiter: LoopWaiter): Promi
       );
       continue;
     }
-    if (failures > 0) ctx.logger.info({ failures }, 'relay recovered');
+    outage.succeeded();
     failures = 0;
     // Publishing may have unblocked the next events of those payments: look again at once.
     if (drained.claimed > 0) continue;

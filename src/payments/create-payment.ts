@@ -7,6 +7,7 @@ import type { Merchant } from '../merchants/merchant-repository.js';
 import type { Config } from '../platform/config.js';
 import type { Queryable } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
+import type { OutageLog } from '../platform/outage-log.js';
 import { paymentDatabaseGuard } from './payment-database-guard.js';
 import type { CreatePaymentBody } from './payment-schemas.js';
 import { insertNewPayment, type WritePaymentDeps } from './write-payment-once.js';
@@ -25,9 +26,13 @@ export interface CreatePaymentDeps {
     | 'IDEMPOTENCY_WAIT_MS'
     | 'IDEMPOTENCY_RETRY_AFTER_SECONDS'
     | 'REDIS_FAILURE_MODE'
+    | 'REDIS_BREAKER_COOLDOWN_MS'
+    | 'OUTAGE_LOG_INTERVAL_MS'
     | 'UNAVAILABLE_RETRY_AFTER_SECONDS'
     | 'KAFKA_TOPIC_PAYMENTS'
   >;
+  /** Where Postgres outages are logged; a database step that succeeds ends one. */
+  postgresOutage?: OutageLog;
   /** Fault injection for tests: runs after the lock is taken, before the database write. */
   beforeWrite?: () => Promise<void>;
   now?: () => Date;
@@ -41,7 +46,10 @@ export interface CreatePaymentDeps {
  * errors; the HTTP layer maps them to problem+json.
  */
 export function createPaymentService(deps: CreatePaymentDeps) {
-  const database = paymentDatabaseGuard(deps.config.UNAVAILABLE_RETRY_AFTER_SECONDS);
+  const database = paymentDatabaseGuard(
+    deps.config.UNAVAILABLE_RETRY_AFTER_SECONDS,
+    deps.postgresOutage,
+  );
   const runIdempotently = createIdempotentCreate({ ...deps, database });
   const write: WritePaymentDeps = {
     db: deps.db,

@@ -81,6 +81,8 @@ function createPaymentHandler(createPayment: CreatePayment) {
     req.ctx.bind({ idempotency_key: key });
     const outcome = await createPayment(merchant, key, body);
     req.ctx.bind({ payment_id: outcome.paymentId });
+    // The request deadline answered 503 already; a retry with the key will get this outcome.
+    if (res.headersSent) return;
     res.status(outcome.status);
     res.setHeader('Location', `/payments/${outcome.paymentId}`);
     if (outcome.replayed) res.setHeader('Idempotent-Replayed', 'true');

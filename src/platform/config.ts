@@ -109,9 +109,35 @@ export const configSchema = z.object({
   DATABASE_STATEMENT_TIMEOUT_MS: integer(100, 600_000)
     .default(10_000)
     .describe('Longest a single SQL statement may run before Postgres cancels it.'),
+  /** A pool checkout (new connection or a free one) waits this long, then the request is 503. */
+  DATABASE_CONNECT_TIMEOUT_MS: integer(50, 600_000)
+    .default(3_000)
+    .describe('Longest wait for a Postgres connection from the pool (then 503 + Retry-After).'),
+  /**
+   * Client-side bound of one query: a database that accepts the connection and never answers
+   * (frozen, partitioned) fails the query after this long; statement_timeout cannot fire then.
+   */
+  DATABASE_QUERY_TIMEOUT_MS: integer(50, 600_000)
+    .default(11_000)
+    .describe(
+      'Longest the client waits for a query answer (a frozen Postgres); keep it >= the statement timeout.',
+    ),
   REDIS_URL: urlWithProtocol(['redis:', 'rediss:'], 'redis://host:6379')
     .default('redis://127.0.0.1:6379')
     .describe('Redis connection URL (response cache and idempotency locks).'),
+  /**
+   * Redis answers in well under a millisecond; a command still unanswered after this long means
+   * a frozen or partitioned Redis, and the request goes on without it (REDIS_FAILURE_MODE).
+   */
+  REDIS_COMMAND_TIMEOUT_MS: integer(10, 60_000)
+    .default(200)
+    .describe('Longest a Redis command may take before it counts as a Redis failure.'),
+  /** After a failure Redis is skipped this long, so an outage costs one timeout, not one per request. */
+  REDIS_BREAKER_COOLDOWN_MS: integer(0, 600_000)
+    .default(1_000)
+    .describe(
+      'After a Redis failure, how long requests skip Redis before trying it again (0: never skip).',
+    ),
   /** Every key this service writes starts with this, so several deployments can share a Redis. */
   REDIS_KEY_PREFIX: z
     .string()
@@ -187,6 +213,22 @@ export const configSchema = z.object({
   HTTP_BODY_LIMIT_BYTES: integer(1_024, 1_048_576)
     .default(16_384)
     .describe('Largest accepted request body (larger: 413).'),
+  /** Under common client and load-balancer timeouts (10-30 s): the client hears 503, not silence. */
+  REQUEST_DEADLINE_MS: integer(100, 600_000)
+    .default(5_000)
+    .describe(
+      'Longest an HTTP request may take; past it the client gets 503 + Retry-After (the work may still commit).',
+    ),
+  /** A client that has not sent its headers by then is cut off (Node answers 408). */
+  HTTP_HEADERS_TIMEOUT_MS: integer(100, 600_000)
+    .default(10_000)
+    .describe('Longest a client may take to send the request headers (then 408).'),
+  /** Headers and body; a payment body is 2 KiB, so a slow sender is cut off, not read for minutes. */
+  HTTP_REQUEST_TIMEOUT_MS: integer(100, 600_000)
+    .default(15_000)
+    .describe(
+      'Longest a client may take to send the whole request, body included (then 408); >= the headers timeout.',
+    ),
   /** Per merchant and per process; sized above what one merchant's integration needs. */
   RATE_LIMIT_PER_SECOND: integer(1, 1_000_000)
     .default(2_000)
@@ -205,6 +247,14 @@ export const configSchema = z.object({
   UNAVAILABLE_RETRY_AFTER_SECONDS: integer(1, 3_600)
     .default(2)
     .describe('`Retry-After` of a 503 when Postgres (or Redis in `closed` mode) is unavailable.'),
+  /** One warning per dependency per interval while an outage lasts, one line when it ends. */
+  OUTAGE_LOG_INTERVAL_MS: integer(100, 3_600_000)
+    .default(30_000)
+    .describe('While a dependency is down, how often its outage is logged again (warn).'),
+  /** Bounds a frozen broker: each Kafka request fails after this long and is retried/backed off. */
+  KAFKA_REQUEST_TIMEOUT_MS: integer(100, 600_000)
+    .default(10_000)
+    .describe('Longest one Kafka request waits for its answer (relay, settlement, admin).'),
   /** Brief section 7: five attempts, then the dead-letter queue. */
   SETTLEMENT_MAX_ATTEMPTS: integer(1, 100)
     .default(5)

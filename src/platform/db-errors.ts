@@ -20,7 +20,8 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   if (typeof code === 'string' && (UNREACHABLE_CODES.has(code) || UNAVAILABLE_SQLSTATE.test(code)))
     return true;
   // pg-pool's connection timeout and a connection dropped mid-query carry no code.
-  return /timeout exceeded when trying to connect|Connection terminated|connection timeout|Client has encountered a connection error/i.test(
+  // pg's query_timeout says "Query read timeout".
+  return /timeout exceeded when trying to connect|Connection terminated|connection timeout|Client has encountered a connection error|Query read timeout/i.test(
     error.message,
   );
 }

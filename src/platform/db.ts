@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { Config } from './config.js';
+import { isDatabaseUnavailable } from './db-errors.js';
 import type { Logger } from './logger.js';
 
 export type Pool = pg.Pool;
@@ -12,7 +13,14 @@ export const sql = (strings: TemplateStringsArray, ...values: never[]): string =
   String.raw({ raw: strings }, ...values);
 
 export function createPool(
-  config: Pick<Config, 'DATABASE_URL' | 'DATABASE_POOL_MAX' | 'DATABASE_STATEMENT_TIMEOUT_MS'>,
+  config: Pick<
+    Config,
+    | 'DATABASE_URL'
+    | 'DATABASE_POOL_MAX'
+    | 'DATABASE_STATEMENT_TIMEOUT_MS'
+    | 'DATABASE_CONNECT_TIMEOUT_MS'
+    | 'DATABASE_QUERY_TIMEOUT_MS'
+  >,
   logger: Logger,
   applicationName = 'payments-service',
 ): Pool {
@@ -20,9 +28,20 @@ export function createPool(
     connectionString: config.DATABASE_URL,
     max: config.DATABASE_POOL_MAX,
     application_name: applicationName,
+    /** Server-side: Postgres cancels a statement that runs this long (a bug, a lock pile-up). */
     statement_timeout: config.DATABASE_STATEMENT_TIMEOUT_MS,
-    /** Fail fast when Postgres is down so callers can answer 503 instead of queueing forever. */
-    connectionTimeoutMillis: 3_000,
+    /**
+     * Client-side: a Postgres that does not answer at all (frozen, partitioned) cannot cancel
+     * anything, so the client gives up on the query after this long ("Query read timeout") and
+     * the pool discards the connection. The outcome of a write is then unknown: the caller
+     * answers 503 and the client's retry with the same key finds the committed record, if any.
+     */
+    query_timeout: config.DATABASE_QUERY_TIMEOUT_MS,
+    /**
+     * Bounds a checkout: opening a connection, and waiting for a free one when all are busy
+     * (e.g. all stuck on a frozen Postgres), so callers answer 503 instead of queueing.
+     */
+    connectionTimeoutMillis: config.DATABASE_CONNECT_TIMEOUT_MS,
     idleTimeoutMillis: 30_000,
   });
   // An idle client losing its connection (Postgres restart) must not crash the process.
@@ -48,6 +67,12 @@ export async function withTransaction<T>(
     await client.query('COMMIT');
     return result;
   } catch (error) {
+    if (isDatabaseUnavailable(error)) {
+      // Lost or unanswered (query timeout): a ROLLBACK would wait just as long. Closing the
+      // connection rolls the transaction back on the server.
+      broken = true;
+      throw error;
+    }
     try {
       await client.query('ROLLBACK');
     } catch {

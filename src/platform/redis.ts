@@ -8,9 +8,18 @@ export type { Redis } from 'ioredis';
  * Redis is a cache and a lock service here, never the source of truth, so a command must fail
  * quickly when Redis is away (the caller falls back to the database path) instead of queueing.
  */
-export function createRedis(config: Pick<Config, 'REDIS_URL'>, logger: Logger): Redis {
+export function createRedis(
+  config: Pick<Config, 'REDIS_URL' | 'REDIS_COMMAND_TIMEOUT_MS'>,
+  logger: Logger,
+): Redis {
   const redis = new Redis(config.REDIS_URL, {
     lazyConnect: true,
+    /**
+     * A frozen Redis keeps its socket open, so nothing else would ever fail the command: every
+     * command (cache, Redlock's scripts, the in-flight marker, pings) rejects after this long.
+     * The connection stays up; the late answer is matched to the timed-out command and dropped.
+     */
+    commandTimeout: config.REDIS_COMMAND_TIMEOUT_MS,
     /** One retry per command, then the error reaches the caller's fallback. */
     maxRetriesPerRequest: 1,
     /** Queueing commands while disconnected would turn an outage into a latency spike. */

@@ -25,6 +25,8 @@ export interface CreateRefundDeps {
     | 'IDEMPOTENCY_RETRY_AFTER_SECONDS'
     | 'REDIS_FAILURE_MODE'
     | 'UNAVAILABLE_RETRY_AFTER_SECONDS'
+    | 'REDIS_BREAKER_COOLDOWN_MS'
+    | 'OUTAGE_LOG_INTERVAL_MS'
     | 'KAFKA_TOPIC_PAYMENTS'
   >;
   now?: () => Date;

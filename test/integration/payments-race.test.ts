@@ -39,7 +39,14 @@ async function apiWith(
 ): Promise<TestApi> {
   const api = await startTestApi(
     db,
-    { REDIS_URL: `redis://127.0.0.1:${redisProxy.port}`, ...overrides },
+    {
+      REDIS_URL: `redis://127.0.0.1:${redisProxy.port}`,
+      // This file checks exactly-once, not latency: 100 racers on a loaded 2-core machine may
+      // outlast the default request deadline and pool checkout bound (503s are tested elsewhere).
+      REQUEST_DEADLINE_MS: '30000',
+      DATABASE_CONNECT_TIMEOUT_MS: '20000',
+      ...overrides,
+    },
     beforeWrite ? { beforeWrite } : {},
   );
   apis.push(api);

@@ -21,6 +21,10 @@ export interface PrivateKafka {
   start: () => Promise<void>;
   /** SIGTERM (a clean broker shutdown), then waits for the process to exit. */
   stop: () => Promise<void>;
+  /** SIGSTOP: the broker keeps its sockets open and answers nothing (a frozen broker). */
+  freeze: () => void;
+  /** SIGCONT after `freeze`. */
+  thaw: () => void;
   /** Stops the broker and deletes its data. */
   destroy: () => Promise<void>;
 }
@@ -157,7 +161,10 @@ export async function startPrivateKafka(): Promise<PrivateKafka> {
     brokers,
     start,
     stop,
+    freeze: () => broker?.kill('SIGSTOP'),
+    thaw: () => broker?.kill('SIGCONT'),
     destroy: async () => {
+      broker?.kill('SIGCONT');
       await stop();
       process.off('exit', stopOnExit);
       await rm(dir, { recursive: true, force: true });

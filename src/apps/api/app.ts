@@ -7,9 +7,11 @@ import { errorHandler } from '../../http/error-handler.js';
 import { httpMetrics } from '../../http/http-metrics.js';
 import { requestContext } from '../../http/request-context.js';
 import { traceRequests } from '../../http/trace-requests.js';
+import { requestDeadline } from '../../http/request-deadline.js';
 import { paymentsRouter, type PaymentsRouterDeps } from '../../payments/payments-router.js';
 import type { Logger } from '../../platform/logger.js';
 import { metricsRegistry } from '../../platform/metrics.js';
+import type { OutageLog } from '../../platform/outage-log.js';
 import type { ReadinessReport } from '../../platform/readiness.js';
 import { refundsRouter, type RefundsRouterDeps } from '../../refunds/refunds-router.js';
 import { buildOpenApiDocument } from './openapi.js';
@@ -28,6 +30,10 @@ export interface AppDeps {
   refunds?: RefundsRouterDeps;
   /** Retry-After of a 503 when Postgres is unavailable. */
   unavailableRetryAfterSeconds: number;
+  /** REQUEST_DEADLINE_MS: past it a request is answered 503 (see requestDeadline). */
+  requestDeadlineMs: number;
+  /** Where the 503s of an unreachable Postgres are logged (once per interval). */
+  postgresOutage?: OutageLog;
 }
 
 /** Builds the HTTP application without listening, so tests can serve it on port 0. */
@@ -38,6 +44,7 @@ export function buildApp(deps: AppDeps): Express {
   app.use(traceRequests());
   app.use(httpMetrics());
   app.use(requestContext(deps.logger));
+  app.use(requestDeadline(deps.requestDeadlineMs, deps.unavailableRetryAfterSeconds));
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -69,6 +76,6 @@ export function buildApp(deps: AppDeps): Express {
   app.use((req) => {
     throw new ApiError('not_found', `No route for ${req.method} ${req.path}.`);
   });
-  app.use(errorHandler(deps.unavailableRetryAfterSeconds));
+  app.use(errorHandler(deps.unavailableRetryAfterSeconds, deps.postgresOutage));
   return app;
 }

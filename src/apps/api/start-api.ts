@@ -6,6 +6,7 @@ import { createResponseCache } from '../../idempotency/response-cache.js';
 import { createAuthenticator } from '../../merchants/authenticator.js';
 import { createPaymentService, type CreatePaymentDeps } from '../../payments/create-payment.js';
 import { closeServer, listen } from '../../platform/http-listen.js';
+import { createOutageLog } from '../../platform/outage-log.js';
 import { checkReadiness } from '../../platform/readiness.js';
 import type { Platform } from '../../platform/platform.js';
 import { createRefundService } from '../../refunds/create-refund.js';
@@ -25,7 +26,9 @@ export async function startApi(
   const { config, logger, pool, redis } = platform;
   const cache = createResponseCache(redis, config.REDIS_KEY_PREFIX);
   const locks = createKeyLocks(redis, config.REDIS_KEY_PREFIX, config.IDEMPOTENCY_LOCK_TTL_MS);
+  const postgresOutage = createOutageLog('postgres', logger, config.OUTAGE_LOG_INTERVAL_MS);
   const createPayment = createPaymentService({
+    postgresOutage,
     db: pool,
     cache,
     locks,
@@ -54,13 +57,25 @@ export async function startApi(
       bodyLimitBytes: config.HTTP_BODY_LIMIT_BYTES,
     },
     unavailableRetryAfterSeconds: config.UNAVAILABLE_RETRY_AFTER_SECONDS,
+    requestDeadlineMs: config.REQUEST_DEADLINE_MS,
+    postgresOutage,
   });
   const stopReaper = createIdempotencyReaper(pool, logger, {
     batch: config.IDEMPOTENCY_REAPER_BATCH,
     intervalMs: config.IDEMPOTENCY_REAPER_INTERVAL_MS,
   }).start();
 
-  const server = createServer(app);
+  const server = createServer(
+    {
+      // Slow clients are cut off with 408: headers within HTTP_HEADERS_TIMEOUT_MS, the whole
+      // request (body included) within HTTP_REQUEST_TIMEOUT_MS. Node checks both on this
+      // interval (default 30 s, far too coarse for a 10 s bound).
+      headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS,
+      requestTimeout: Math.max(config.HTTP_REQUEST_TIMEOUT_MS, config.HTTP_HEADERS_TIMEOUT_MS),
+      connectionsCheckingInterval: Math.min(1_000, config.HTTP_HEADERS_TIMEOUT_MS),
+    },
+    app,
+  );
   /** Slightly above common load-balancer idle timeouts (60 s), so the proxy closes first. */
   server.keepAliveTimeout = 65_000;
   const port = await listen(server, config.PORT, config.HOST);
