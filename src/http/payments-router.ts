@@ -1,7 +1,6 @@
-import express, { Router, type NextFunction, type Request, type Response } from 'express';
+import express, { Router, type Response } from 'express';
 import type { z } from 'zod';
 import { parseIdempotencyKey } from '../idempotency/idempotency-key-header.js';
-import type { Authenticate } from '../merchants/authenticator.js';
 import type { Merchant } from '../merchants/merchant-repository.js';
 import type { CreatePayment } from '../payments/create-payment.js';
 import { toPaymentResource } from '../payments/payment-resource.js';
@@ -9,12 +8,10 @@ import { findPayment, listPayments } from '../payments/payment-repository.js';
 import { createPaymentBodySchema, listPaymentsQuerySchema } from '../payments/payment-schemas.js';
 import type { Queryable } from '../platform/db.js';
 import { ApiError } from './api-error.js';
-import type { RateLimiter } from './rate-limiter.js';
+import { paymentsGate, type PaymentsGateDeps } from './payments-gate.js';
 
-export interface PaymentsRouterDeps {
+export interface PaymentsRouterDeps extends PaymentsGateDeps {
   db: Queryable;
-  authenticate: Authenticate;
-  rateLimit: RateLimiter;
   createPayment: CreatePayment;
   bodyLimitBytes: number;
 }
@@ -43,18 +40,7 @@ export function paymentsRouter(deps: PaymentsRouterDeps): Router {
     },
   });
 
-  router.use('/payments', async (req: Request, res: Response, next: NextFunction) => {
-    const merchant = await authenticate(deps.authenticate, req.headers.authorization);
-    const limited = deps.rateLimit(merchant.id);
-    if (!limited.allowed) {
-      throw new ApiError('rate_limited', 'Too many requests for this API key; slow down.', {
-        headers: { 'Retry-After': String(limited.retryAfterSeconds) },
-      });
-    }
-    (res.locals as Authenticated).merchant = merchant;
-    req.ctx.bind({ merchant_id: merchant.id });
-    next();
-  });
+  router.use('/payments', paymentsGate(deps));
 
   router.post(
     '/payments',
@@ -119,15 +105,6 @@ export function paymentsRouter(deps: PaymentsRouterDeps): Router {
   });
 
   return router;
-}
-
-async function authenticate(auth: Authenticate, header: string | undefined): Promise<Merchant> {
-  const match = /^Bearer ([\x21-\x7e]{1,200})$/.exec(header ?? '');
-  const merchant = match?.[1] ? await auth(match[1]) : null;
-  if (!merchant) {
-    throw new ApiError('unauthorized', 'Send a valid API key as Authorization: Bearer <key>.');
-  }
-  return merchant;
 }
 
 function validate<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 
 /**
@@ -106,12 +107,25 @@ export const configSchema = z.object({
   REDIS_FAILURE_MODE: z.enum(['open', 'closed']).default('open'),
   /** A payment request is well under 2 KiB; 16 KiB leaves room for metadata and stops abuse. */
   HTTP_BODY_LIMIT_BYTES: integer(1_024, 1_048_576).default(16_384),
-  /** Per merchant and per process; sized above what one merchant's integration needs. */
-  RATE_LIMIT_PER_SECOND: integer(1, 1_000_000).default(2_000),
-  /** Lets a client flush a short backlog (a retry storm) without being throttled. */
-  RATE_LIMIT_BURST: integer(1, 1_000_000).default(4_000),
+  /**
+   * Bound of every rate-limit call to Redis: a frozen Redis must not stall requests (the
+   * gray-failure bound, 100-250 ms); past it the process limits on its own until Redis answers.
+   */
+  RATE_LIMIT_REDIS_TIMEOUT_MS: integer(10, 5_000).default(150),
+  /**
+   * Per client address, for requests whose API key this process has not verified recently
+   * (missing, wrong, or first use): one a second sustained stops key guessing, and...
+   */
+  RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: integer(1, 1_000_000).default(60),
+  /** ...a burst of 20 lets a service behind one address start many keys at once. */
+  RATE_LIMIT_UNAUTHENTICATED_BURST: integer(1, 1_000_000).default(20),
   /** A revoked API key stops working within this long; keeps Postgres off the replay path. */
   AUTH_CACHE_TTL_MS: integer(0, 3_600_000).default(30_000),
+  /**
+   * An unknown key is answered from memory for this long: a client repeating a wrong key costs
+   * one lookup per interval. Keys are random, so no key can be created during its negative entry.
+   */
+  AUTH_NEGATIVE_CACHE_TTL_MS: integer(0, 3_600_000).default(10_000),
   /** When Postgres is unavailable, clients are told to come back after this many seconds. */
   UNAVAILABLE_RETRY_AFTER_SECONDS: integer(1, 3_600).default(2),
   /** Brief section 7: five attempts, then the dead-letter queue. */
@@ -140,8 +154,13 @@ export const configSchema = z.object({
   READINESS_TIMEOUT_MS: integer(100, 60_000).default(2_000),
   /** Long enough to finish in-flight requests, shorter than a typical 30 s SIGKILL grace period. */
   SHUTDOWN_TIMEOUT_MS: integer(100, 120_000).default(15_000),
-  /** Processes without the API serve /metrics here; 9464 is the usual Prometheus exporter port. */
+  /**
+   * The internal listener of every process (API included): /metrics, the detailed /readyz and
+   * /healthz. 9464 is the usual Prometheus exporter port; 0 picks a free port (logged).
+   */
   METRICS_PORT: integer(0, 65535).default(9464),
+  /** Loopback by default: metrics and dependency detail are for the node's agents, not the public. */
+  INTERNAL_HOST: z.string().min(1).default('127.0.0.1'),
   /** Rows per claim-publish-mark round: amortises the round trips, still one fast produce request. */
   RELAY_BATCH_SIZE: integer(1, 10_000).default(500),
   /** Loops per relay process: with 2, one publishes while the other waits on Postgres (bench). */
@@ -169,22 +188,90 @@ export class ConfigError extends Error {
 }
 
 /**
+ * Settings that may carry credentials. Each can instead be read from the file named by
+ * `<NAME>_FILE` (the container-secrets convention); setting both is an error.
+ */
+export const FILE_SETTINGS = ['DATABASE_URL', 'REDIS_URL'] as const;
+
+/**
+ * The development stack's own user:password pairs (scripts/stack.sh, docker-compose.yml, the
+ * defaults above). Anyone who read this repository knows them, so production refuses them.
+ */
+export const BUILT_IN_CREDENTIALS: readonly string[] = ['payments:payments'];
+
+/**
  * Parses the environment. Empty strings count as unset so `FOO= npm start` takes the default
  * instead of failing on "" - the behaviour most shells and .env files lead users to expect.
+ * `readFile` is injectable for tests.
  */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  readFile: (path: string) => string = (path) => readFileSync(path, 'utf8'),
+): Config {
   const present: Record<string, string> = {};
   for (const key of Object.keys(configSchema.shape)) {
     const value = env[key];
     if (value !== undefined && value !== '') present[key] = value;
   }
+  for (const name of FILE_SETTINGS) {
+    const file = env[`${name}_FILE`];
+    if (file === undefined || file === '') continue;
+    if (present[name] !== undefined) {
+      throw new ConfigError(name, `and ${name}_FILE are both set; set only one`);
+    }
+    present[name] = readSecretFile(`${name}_FILE`, file, readFile);
+  }
   const result = configSchema.safeParse(present);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  const variable = issue?.path[0]?.toString() ?? 'environment';
-  const given = present[variable];
-  const shown = given === undefined || isSecret(variable) ? '' : ` (got ${JSON.stringify(given)})`;
-  throw new ConfigError(variable, `${issue?.message ?? 'is invalid'}${shown}`);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    const variable = issue?.path[0]?.toString() ?? 'environment';
+    const given = present[variable];
+    const shown =
+      given === undefined || isSecret(variable) ? '' : ` (got ${JSON.stringify(given)})`;
+    throw new ConfigError(variable, `${issue?.message ?? 'is invalid'}${shown}`);
+  }
+  const config = result.data;
+  if (config.RATE_LIMIT_UNAUTHENTICATED_BURST * 60 < config.RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE) {
+    throw new ConfigError(
+      'RATE_LIMIT_UNAUTHENTICATED_BURST',
+      "must hold at least one second's worth of RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE",
+    );
+  }
+  if (config.NODE_ENV === 'production') {
+    for (const name of FILE_SETTINGS) {
+      if (usesBuiltInCredentials(config[name])) {
+        throw new ConfigError(
+          name,
+          'uses the built-in development credentials, refused with NODE_ENV=production',
+        );
+      }
+    }
+  }
+  return config;
+}
+
+/** The file's content without its trailing newline (what `echo url > file` leaves). */
+function readSecretFile(
+  variable: string,
+  file: string,
+  readFile: (path: string) => string,
+): string {
+  let content: string;
+  try {
+    content = readFile(file);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'read error';
+    throw new ConfigError(variable, `names a file that cannot be read (${code}: ${file})`);
+  }
+  const value = content.replace(/\r?\n$/, '');
+  if (value === '') throw new ConfigError(variable, `names an empty file (${file})`);
+  return value;
+}
+
+function usesBuiltInCredentials(url: string): boolean {
+  const parsed = new URL(url);
+  const pair = `${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`;
+  return BUILT_IN_CREDENTIALS.includes(pair);
 }
 
 /** URLs may carry passwords: never echo them back in an error line. */

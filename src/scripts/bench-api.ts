@@ -8,6 +8,7 @@ import pg from 'pg';
 import { databaseUrlWithName, peakRssMb, ROOT, startProcess } from '../bench/bench-process.js';
 import { closedLoop, constantRate, percentile, type RunResult, type Shot } from '../bench/load.js';
 import { createMerchant } from '../merchants/merchant-repository.js';
+import { BENCH_TIER, defineTier } from '../merchants/tier-repository.js';
 import { loadConfig } from '../platform/config.js';
 import { createLogger } from '../platform/logger.js';
 import { migrateUp } from '../platform/migrate.js';
@@ -136,15 +137,14 @@ async function main(): Promise<void> {
   pool.on('error', () => undefined);
   try {
     await migrateUp(databaseUrl(database), logger);
-    const merchant = await createMerchant(pool, 'bench');
+    await defineTier(pool, BENCH_TIER);
+    const merchant = await createMerchant(pool, 'bench', BENCH_TIER.name);
     const api = await startProcess(
       'apps/api/main.js',
       {
         DATABASE_URL: databaseUrl(database),
         LOG_LEVEL,
         REDIS_KEY_PREFIX: `bench:${database}:`,
-        RATE_LIMIT_PER_SECOND: '1000000',
-        RATE_LIMIT_BURST: '1000000',
         DATABASE_POOL_MAX: String(Math.max(CONCURRENCY, 4)),
       },
       '/healthz',

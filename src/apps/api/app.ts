@@ -8,7 +8,6 @@ import { buildOpenApiDocument } from '../../http/openapi.js';
 import { paymentsRouter, type PaymentsRouterDeps } from '../../http/payments-router.js';
 import { requestContext } from '../../http/request-context.js';
 import type { Logger } from '../../platform/logger.js';
-import { metricsRegistry } from '../../platform/metrics.js';
 import type { ReadinessReport } from '../../platform/readiness.js';
 
 /** docs/asyncapi.yaml at the repository root, found from this file (src/ or dist/). */
@@ -36,13 +35,11 @@ export function buildApp(deps: AppDeps): Express {
     res.json({ status: 'ok' });
   });
 
+  // Public readiness says ready or not and nothing more: dependency names, latencies and error
+  // text are on the internal listener (METRICS_PORT), with /metrics.
   app.get('/readyz', async (_req, res) => {
-    const report = await deps.readiness();
-    res.status(report.status === 'ready' ? 200 : 503).json(report);
-  });
-
-  app.get('/metrics', async (_req, res) => {
-    res.type(metricsRegistry.contentType).send(await metricsRegistry.metrics());
+    const { status } = await deps.readiness();
+    res.status(status === 'ready' ? 200 : 503).json({ status });
   });
 
   const openApi = JSON.stringify(buildOpenApiDocument());

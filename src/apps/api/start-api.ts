@@ -1,5 +1,4 @@
 import { createServer } from 'node:http';
-import { createRateLimiter } from '../../http/rate-limiter.js';
 import { createIdempotencyReaper } from '../../idempotency/idempotency-reaper.js';
 import { createKeyLocks } from '../../idempotency/key-lock.js';
 import { createResponseCache } from '../../idempotency/response-cache.js';
@@ -7,6 +6,7 @@ import { createAuthenticator } from '../../merchants/authenticator.js';
 import { createPaymentService, type CreatePaymentDeps } from '../../payments/create-payment.js';
 import { closeServer, listen } from '../../platform/http-listen.js';
 import { checkReadiness } from '../../platform/readiness.js';
+import { createRateLimit } from '../../rate-limits/rate-limiter.js';
 import type { Platform } from '../../platform/platform.js';
 import type { RunningRole } from '../running-role.js';
 import { buildApp } from './app.js';
@@ -35,8 +35,21 @@ export async function startApi(
     readiness: () => checkReadiness(platform.checks, config.READINESS_TIMEOUT_MS),
     payments: {
       db: pool,
-      authenticate: createAuthenticator(pool, config.AUTH_CACHE_TTL_MS),
-      rateLimit: createRateLimiter(config.RATE_LIMIT_PER_SECOND, config.RATE_LIMIT_BURST),
+      authenticator: createAuthenticator(
+        pool,
+        config.AUTH_CACHE_TTL_MS,
+        config.AUTH_NEGATIVE_CACHE_TTL_MS,
+      ),
+      rateLimit: createRateLimit(redis, {
+        keyPrefix: config.REDIS_KEY_PREFIX,
+        timeoutMs: config.RATE_LIMIT_REDIS_TIMEOUT_MS,
+        logger,
+      }),
+      unauthenticatedPolicy: {
+        name: 'unauthenticated',
+        ratePerSecond: config.RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE / 60,
+        burst: config.RATE_LIMIT_UNAUTHENTICATED_BURST,
+      },
       createPayment,
       bodyLimitBytes: config.HTTP_BODY_LIMIT_BYTES,
     },
