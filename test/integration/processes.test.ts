@@ -78,6 +78,12 @@ describe('process entry points', () => {
       'localhost',
       'invalid configuration: KAFKA_BROKERS each broker must be host:port',
     ],
+    // The test stack's own login is the built-in payments:payments.
+    [
+      'NODE_ENV',
+      'production',
+      'invalid configuration: DATABASE_URL uses the built-in development credentials',
+    ],
   ])('when %s=%j, then the process exits 1 with one line naming it', async (name, value, line) => {
     for (const entry of ['apps/api/main.js', 'apps/all/main.js', 'scripts/migrate.js']) {
       const { exited } = startProcess(entry, processEnv({ [name]: value }));
