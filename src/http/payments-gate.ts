@@ -17,31 +17,38 @@ const BEARER = /^bearer ([\x21-\x7e]{1,200})$/i;
 
 /**
  * Authentication and rate limits in front of every /payments route, before any payment work:
- * 1. A request whose key this process has not verified recently (missing, wrong, unknown, or
- *    its first use here) spends a token of its client address's bucket first, so guessing keys
- *    is limited per address and each guess costs at most one indexed lookup.
+ * 1. Failed authentications are limited per client address. A request whose key this process
+ *    has not verified recently (missing, unknown, or its first use here) first reads its
+ *    address's bucket and is refused with 429 while it is empty, before any lookup; a failed
+ *    lookup then spends one token (401). Valid keys never spend: a burst of concurrent first
+ *    requests with a new key is not mistaken for guessing.
  * 2. The merchant's tier bucket, shared by every replica through Redis, is spent next; its
  *    RateLimit fields are set on the response, so every answer after this point carries them.
- * Refusals are 401 `unauthorized` and 429 `rate_limited` with Retry-After.
  */
 export function paymentsGate(deps: PaymentsGateDeps): RequestHandler {
+  const policy = deps.unauthenticatedPolicy;
+  /** From an empty bucket, one token is back after this long. */
+  const oneTokenSeconds = Math.max(1, Math.ceil(1 / policy.ratePerSecond));
   return async (req: Request, res: Response, next: NextFunction) => {
     const apiKey = BEARER.exec(req.headers.authorization ?? '')?.[1] ?? null;
+    const address = req.ip ?? 'unknown';
     if (apiKey === null || !deps.authenticator.isCached(apiKey)) {
-      const policy = deps.unauthenticatedPolicy;
-      const gate = await deps.rateLimit('address', req.ip ?? 'unknown', policy);
-      if (!gate.allowed) {
-        throw new ApiError('rate_limited', 'Too many requests without a valid API key.', {
+      const bucket = await deps.rateLimit('address', address, policy, 0);
+      if (bucket.remaining < 1) {
+        throw new ApiError('rate_limited', 'Too many failed authentications from this address.', {
           headers: {
-            'Retry-After': String(gate.retryAfterSeconds),
-            ...rateLimitHeaders(policy, gate),
+            'Retry-After': String(oneTokenSeconds),
+            ...rateLimitHeaders(policy, bucket),
           },
         });
       }
     }
     const merchant: Merchant | null = apiKey ? await deps.authenticator.authenticate(apiKey) : null;
     if (!merchant) {
-      throw new ApiError('unauthorized', 'Send a valid API key as Authorization: Bearer <key>.');
+      const spent = await deps.rateLimit('address', address, policy, 1);
+      throw new ApiError('unauthorized', 'Send a valid API key as Authorization: Bearer <key>.', {
+        headers: rateLimitHeaders(policy, spent),
+      });
     }
     const decision = await deps.rateLimit('merchant', merchant.id, merchant.tier);
     res.set(rateLimitHeaders(merchant.tier, decision));

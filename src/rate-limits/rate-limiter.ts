@@ -26,8 +26,16 @@ export interface RateDecision {
   retryAfterSeconds: number;
 }
 
-/** Spends one request of `key`'s bucket under `policy`; never throws for a Redis failure. */
-export type RateLimit = (scope: string, key: string, policy: RatePolicy) => Promise<RateDecision>;
+/**
+ * Spends `cost` requests (default 1) of `key`'s bucket under `policy`; never throws for a Redis
+ * failure. A cost of 0 only reads the bucket (`remaining`), e.g. to refuse before any work.
+ */
+export type RateLimit = (
+  scope: string,
+  key: string,
+  policy: RatePolicy,
+  cost?: number,
+) => Promise<RateDecision>;
 
 /** One warning per interval while Redis is failing, not one per request (style habit 12). */
 const OUTAGE_LOG_INTERVAL_MS = 10_000;
@@ -72,13 +80,13 @@ export function createRateLimit(
     return pair;
   };
 
-  return async (scope, key, policy) => {
+  return async (scope, key, policy, cost = 1) => {
     const { shared, local } = limitersFor(scope, policy);
     let store: 'redis' | 'memory' = 'redis';
     let outcome: RateLimiterRes | Error;
     let allowed: boolean;
     try {
-      outcome = await shared.consume(key);
+      outcome = await shared.consume(key, cost);
       allowed = true;
     } catch (error) {
       if (error instanceof RateLimiterRes) {
@@ -94,7 +102,7 @@ export function createRateLimit(
           );
         }
         try {
-          outcome = await local.consume(key);
+          outcome = await local.consume(key, cost);
           allowed = true;
         } catch (refused) {
           if (!(refused instanceof RateLimiterRes)) throw refused;
@@ -103,7 +111,8 @@ export function createRateLimit(
         }
       }
     }
-    rateLimitDecisions.inc({ scope, outcome: allowed ? 'allowed' : 'limited', store });
+    if (cost > 0)
+      rateLimitDecisions.inc({ scope, outcome: allowed ? 'allowed' : 'limited', store });
     const res = outcome;
     const fullSeconds = Math.ceil(policy.burst / policy.ratePerSecond);
     return {

@@ -258,7 +258,7 @@ describe('429', () => {
     expect(unaffected.headers.get('ratelimit-policy')).toBe('"default";q=200;w=2');
   });
 
-  it('when one address keeps sending unknown keys, then after its burst it gets 429 before any lookup', async () => {
+  it('when one address keeps sending unknown keys, then after its burst of failures it gets 429 before any lookup', async () => {
     const limited = await startTestApi(db, {
       RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '1',
       RATE_LIMIT_UNAUTHENTICATED_BURST: '3',
