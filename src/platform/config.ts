@@ -113,11 +113,11 @@ export const configSchema = z.object({
    */
   RATE_LIMIT_REDIS_TIMEOUT_MS: integer(10, 5_000).default(150),
   /**
-   * Per client address, for requests whose API key this process has not verified recently
-   * (missing, wrong, or first use): one a second sustained stops key guessing, and...
+   * Failed authentications per client address (checked before any lookup): one a second
+   * sustained makes guessing keys pointless, and...
    */
   RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: integer(1, 1_000_000).default(60),
-  /** ...a burst of 20 lets a service behind one address start many keys at once. */
+  /** ...a burst of 20 forgives a misconfigured client's first retries. */
   RATE_LIMIT_UNAUTHENTICATED_BURST: integer(1, 1_000_000).default(20),
   /** A revoked API key stops working within this long; keeps Postgres off the replay path. */
   AUTH_CACHE_TTL_MS: integer(0, 3_600_000).default(30_000),
