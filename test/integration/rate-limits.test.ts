@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, uniqueSuffix, type TestDatabase } from '../support/isolation.js';
+import { metricValue } from '../support/metric-value.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import { startTestApi, type TestApi } from '../support/test-api.js';
 import { inject } from 'vitest';
@@ -138,6 +139,9 @@ describe('rate limits shared by replicas', () => {
     try {
       const { apiKey } = await (apis[0] as TestApi).merchant('Alone', TIER);
       await proxy.stop();
+      const countedInMemory = () =>
+        metricValue('rate_limit_decisions_total', { scope: 'merchant', store: 'memory' });
+      const inMemoryBefore = await countedInMemory();
       // Meant to fit one window (BURST / RATE s): then each process lets exactly BURST through.
       const shots = await offer(apis, apiKey, 150, 1);
       for (const which of [0, 1]) {
@@ -147,6 +151,7 @@ describe('rate limits shared by replicas', () => {
         expect(accepted).toBeLessThanOrEqual(fixedWindowBound(mine));
         expect(mine.some((shot) => shot.status === 429)).toBe(true);
       }
+      expect((await countedInMemory()) - inMemoryBefore).toBe(shots.length);
       expectRefusalsDescribed(shots);
     } finally {
       await Promise.all(apis.map((api) => api.close()));
