@@ -5,7 +5,7 @@
 #
 # - k6: $K6, else .stack/bin/k6 (scripts/install-k6.sh), else k6 on PATH.
 # - API_KEYS: when unset, creates MERCHANTS (2) merchants in DATABASE_URL's database with
-#   dist/scripts/merchant-create.js (the same as `npm run merchant:create`), on the `bench` tier
+#   dist/cli/merchant-create.js (the same as `npm run merchant:create`), on the `bench` tier
 #   (defined here, the widest the tiers table allows) so the load is not rate limited.
 # - RUN_ID: when unset, k6-<scenario>-<time>; every Idempotency-Key of the run starts with it.
 # - The k6 summary is saved to reports/k6-<RUN_ID without k6->.json; no usage report is sent.
@@ -38,10 +38,10 @@ export RUN_ID="${RUN_ID:-k6-$scenario-$(date +%Y%m%d-%H%M%S)}"
 if [[ -z ${API_KEYS:-} ]]; then
   npm run -s build
   # Load tests measure the API, not the limit: their merchants get the widest tier.
-  node dist/scripts/merchant-tier.js --define bench --rate 1000000 --burst 10000000 >/dev/null
+  node dist/cli/merchant-tier.js --define bench --rate 1000000 --burst 10000000 >/dev/null
   keys=()
   for ((i = 1; i <= ${MERCHANTS:-2}; i++)); do
-    keys+=("$(node dist/scripts/merchant-create.js --name "$RUN_ID merchant $i" --tier bench |
+    keys+=("$(node dist/cli/merchant-create.js --name "$RUN_ID merchant $i" --tier bench |
       node -e 'process.stdout.write(JSON.parse(require("fs").readFileSync(0, "utf8")).api_key)')")
   done
   API_KEYS="$(IFS=,; echo "${keys[*]}")"
@@ -60,9 +60,9 @@ echo "k6/run.sh: run $RUN_ID, k6 exit $status, summary $summary" >&2
 echo "k6/run.sh: check it with: npm run verify -- --wait 120 --key-prefix $RUN_ID" >&2
 
 if [[ ${VERIFY:-0} == 1 ]]; then
-  npm run -s build
+  npm run -s build:tools
   verify_status=0
-  node dist/scripts/verify.js --wait "${VERIFY_WAIT:-120}" --key-prefix "$RUN_ID" || verify_status=$?
+  node dist-tools/tools/cli/verify.js --wait "${VERIFY_WAIT:-120}" --key-prefix "$RUN_ID" || verify_status=$?
   if [[ $status -eq 0 ]]; then status=$verify_status; fi
 fi
 exit "$status"

@@ -20,7 +20,7 @@ log "building"
 npm run -s build
 
 log "migrating"
-node dist/scripts/migrate.js
+node dist/cli/migrate.js
 
 # Human-readable logs on a terminal, JSON otherwise (e.g. when piped to a collector).
 if [[ -t 1 && -z "${LOG_FORMAT:-}" ]]; then export LOG_FORMAT=pretty; fi

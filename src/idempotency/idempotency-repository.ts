@@ -20,6 +20,31 @@ export interface NewPaymentRecord {
 }
 
 /**
+ * The statement of insertPaymentOnce, exported so `npm run bench:api` gives pgbench this very
+ * text (tools/bench/pgbench-script.ts) instead of a copy that could drift.
+ * $1 merchant, $2 key, $3 fingerprint, $4 payment id, $5/$6 response status/body, $7 created
+ * at, $8 TTL seconds, $9..$13 amount, currency, source, description, metadata, $14..$17 event
+ * id, type, topic, data.
+ */
+export const INSERT_PAYMENT_ONCE_SQL = `WITH idempotency AS (
+       INSERT INTO idempotency_keys (merchant_id, idempotency_key, fingerprint, payment_id,
+                                     response_status, response_body, created_at, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $7::timestamptz + make_interval(secs => $8))
+       ON CONFLICT (merchant_id, idempotency_key) DO NOTHING
+       RETURNING payment_id, expires_at
+     ), payment AS (
+       INSERT INTO payments (id, merchant_id, amount, currency, source, description, metadata,
+                             status, created_at, updated_at)
+       SELECT payment_id, $1, $9, $10, $11, $12, $13, 'pending', $7, $7 FROM idempotency
+       RETURNING id
+     ), outbox AS (
+       INSERT INTO outbox (event_id, event_type, aggregate_id, topic, data, created_at)
+       SELECT $14, $15, id, $16, $17, $7 FROM payment
+       RETURNING aggregate_id
+     )
+     SELECT idempotency.expires_at FROM idempotency JOIN outbox ON outbox.aggregate_id = idempotency.payment_id`;
+
+/**
  * ONE statement, hence one transaction: the idempotency record, the payment and its
  * `payment.created` outbox row are written together or not at all (I2). The record goes first
  * with ON CONFLICT DO NOTHING; the payment and the outbox row are inserted only from what that
@@ -36,23 +61,7 @@ export async function insertPaymentOnce(
   // Named: prepared once per connection, like pgbench -M prepared.
   const { rows } = await db.query<{ expires_at: Date }>({
     name: 'idempotency.insert-payment-once',
-    text: `WITH idempotency AS (
-       INSERT INTO idempotency_keys (merchant_id, idempotency_key, fingerprint, payment_id,
-                                     response_status, response_body, created_at, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $7::timestamptz + make_interval(secs => $8))
-       ON CONFLICT (merchant_id, idempotency_key) DO NOTHING
-       RETURNING payment_id, expires_at
-     ), payment AS (
-       INSERT INTO payments (id, merchant_id, amount, currency, source, description, metadata,
-                             status, created_at, updated_at)
-       SELECT payment_id, $1, $9, $10, $11, $12, $13, 'pending', $7, $7 FROM idempotency
-       RETURNING id
-     ), outbox AS (
-       INSERT INTO outbox (event_id, event_type, aggregate_id, topic, data, created_at)
-       SELECT $14, $15, id, $16, $17, $7 FROM payment
-       RETURNING aggregate_id
-     )
-     SELECT idempotency.expires_at FROM idempotency JOIN outbox ON outbox.aggregate_id = idempotency.payment_id`,
+    text: INSERT_PAYMENT_ONCE_SQL,
     values: [
       record.merchantId,
       record.idempotencyKey,

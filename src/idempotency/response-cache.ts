@@ -11,42 +11,50 @@ export interface ResponseCache {
   set(merchantId: string, key: string, response: StoredResponse): Promise<void>;
 }
 
-interface CachedValue {
-  p: string;
-  f: string;
-  s: number;
-  b: string;
-  e: number;
+/**
+ * The JSON stored under a cache key. Readable names cost a few bytes next to the response body;
+ * the key carries a format version so entries written in an older format are plain misses.
+ */
+interface CachedResponse {
+  paymentId: string;
+  fingerprint: string;
+  status: number;
+  body: string;
+  expiresAtMs: number;
 }
+
+/** Bumped whenever CachedResponse changes shape (v1 was the one-letter {p,f,s,b,e}). */
+const CACHE_FORMAT = 'v2';
 
 export function createResponseCache(redis: Redis, prefix: string, now = Date.now): ResponseCache {
   // Merchant id first: one merchant's keys can never address another's (I6).
-  const cacheKey = (merchantId: string, key: string) => `${prefix}idem:resp:${merchantId}:${key}`;
+  const cacheKey = (merchantId: string, key: string) =>
+    `${prefix}idem:resp:${CACHE_FORMAT}:${merchantId}:${key}`;
   return {
     async get(merchantId, key) {
       const raw = await redis.get(cacheKey(merchantId, key));
       if (raw === null) return null;
-      const value = JSON.parse(raw) as CachedValue;
-      if (value.e <= now()) return null;
+      const cached = JSON.parse(raw) as CachedResponse;
+      if (cached.expiresAtMs <= now()) return null;
       return {
-        paymentId: value.p,
-        fingerprint: value.f,
-        status: value.s,
-        body: value.b,
-        expiresAt: new Date(value.e),
+        paymentId: cached.paymentId,
+        fingerprint: cached.fingerprint,
+        status: cached.status,
+        body: cached.body,
+        expiresAt: new Date(cached.expiresAtMs),
       };
     },
     async set(merchantId, key, response) {
       const ttlMs = response.expiresAt.getTime() - now();
       if (ttlMs <= 0) return;
-      const value: CachedValue = {
-        p: response.paymentId,
-        f: response.fingerprint,
-        s: response.status,
-        b: response.body,
-        e: response.expiresAt.getTime(),
+      const cached: CachedResponse = {
+        paymentId: response.paymentId,
+        fingerprint: response.fingerprint,
+        status: response.status,
+        body: response.body,
+        expiresAtMs: response.expiresAt.getTime(),
       };
-      await redis.set(cacheKey(merchantId, key), JSON.stringify(value), 'PX', ttlMs);
+      await redis.set(cacheKey(merchantId, key), JSON.stringify(cached), 'PX', ttlMs);
     },
   };
 }

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { fullJitterDelay } from '../platform/backoff.js';
 import type { Logger } from '../platform/logger.js';
 
 /** The channel of the `outbox_notify` trigger (migration 0003). */
@@ -26,7 +27,7 @@ export interface OutboxListener {
 /**
  * Keeps one dedicated connection (not from the pool: a pooled connection is handed to others
  * between queries, and a transaction-mode pooler drops LISTEN) listening on the outbox channel,
- * and reconnects with capped backoff whenever it breaks. Notifications are wake-up hints only.
+ * and reconnects with capped backoff (full jitter) whenever it breaks. Notifications are wake-up hints only.
  */
 export function listenForOutbox(options: OutboxListenerOptions): OutboxListener {
   const { logger } = options;
@@ -39,7 +40,7 @@ export function listenForOutbox(options: OutboxListenerOptions): OutboxListener 
   const loop = (async () => {
     for (let failures = 0; !isStopped(); failures++) {
       if (failures > 0) {
-        const delay = Math.min(FIRST_RETRY_MS * 2 ** (failures - 1), MAX_RETRY_MS);
+        const delay = fullJitterDelay(failures, FIRST_RETRY_MS, MAX_RETRY_MS);
         await new Promise<void>((resolve) => {
           interruptWait = resolve;
           setTimeout(resolve, delay).unref();

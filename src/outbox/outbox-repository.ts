@@ -1,9 +1,12 @@
+import { randomUUID } from 'node:crypto';
 import { sql, type Queryable } from '../platform/db.js';
 import type { OutboxEvent } from './cloud-event.js';
 
 /**
  * Every statement of the relay is one autocommit statement: the claim is its own short
  * transaction (rows are leased, not held locked while Kafka is called), and so is each mark.
+ * Every write after the claim names the claim's owner token: a relay whose lease ran out and
+ * whose rows another relay claimed since changes nothing (see DESIGN.md, section 11).
  */
 
 /** An outbox row leased to this relay until its lease ends. */
@@ -12,6 +15,13 @@ export interface ClaimedEvent extends OutboxEvent {
   topic: string;
   /** Failed attempts before this one. */
   attempts: number;
+}
+
+/** One claim: the rows it leased and the token that proves the lease is still this claim's. */
+export interface Claim {
+  /** A random UUID per claim, stored in lease_owner; later writes match on it. */
+  owner: string;
+  events: ClaimedEvent[];
 }
 
 interface ClaimedRow {
@@ -43,15 +53,12 @@ interface ClaimedRow {
  * 150 ms per claim over a 5,000-row backlog). The probe's index choice still relies on
  * statistics, which autovacuum keeps (see DESIGN.md, "Outbox relay").
  */
-export async function claimEvents(
-  db: Queryable,
-  limit: number,
-  leaseMs: number,
-): Promise<ClaimedEvent[]> {
+export async function claimEvents(db: Queryable, limit: number, leaseMs: number): Promise<Claim> {
+  const owner = randomUUID();
   const { rows } = await db.query<ClaimedRow>(
     sql`
       UPDATE outbox o
-         SET locked_until = now() + $2 * interval '1 millisecond'
+         SET locked_until = now() + $2 * interval '1 millisecond', lease_owner = $3
        WHERE o.id = ANY (ARRAY (
                SELECT c.id
                  FROM outbox c
@@ -71,9 +78,9 @@ export async function claimEvents(
                   FOR UPDATE SKIP LOCKED))
       RETURNING o.id, o.event_id, o.event_type, o.aggregate_id, o.topic, o.data, o.created_at,
                 o.attempts`,
-    [limit, leaseMs],
+    [limit, leaseMs, owner],
   );
-  return rows.map(toClaimedEvent).sort((a, b) => compareIds(a.id, b.id));
+  return { owner, events: rows.map(toClaimedEvent).sort((a, b) => compareIds(a.id, b.id)) };
 }
 
 function toClaimedEvent(row: ClaimedRow): ClaimedEvent {
@@ -89,65 +96,67 @@ function toClaimedEvent(row: ClaimedRow): ClaimedEvent {
   };
 }
 
-/** Every row, oldest first, read as the relay reads it; for checks and benchmarks, no lease. */
-export async function readAllEvents(db: Queryable): Promise<ClaimedEvent[]> {
-  const { rows } = await db.query<ClaimedRow>(
-    sql`
-      SELECT id, event_id, event_type, aggregate_id, topic, data, created_at, attempts
-        FROM outbox
-       ORDER BY id`,
-  );
-  return rows.map(toClaimedEvent);
-}
-
 /** bigint ids arrive as strings; order them numerically. */
 function compareIds(a: string, b: string): number {
   return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 }
 
-/** Marks rows published once the broker acknowledged them; the first mark wins. */
-export async function markPublished(db: Queryable, ids: readonly string[]): Promise<void> {
-  if (ids.length === 0) return;
-  await db.query(
+/**
+ * Marks rows published once the broker acknowledged them, if `owner` still holds their lease;
+ * the first mark wins. Returns how many rows it marked.
+ */
+export async function markPublished(
+  db: Queryable,
+  owner: string,
+  ids: readonly string[],
+): Promise<number> {
+  if (ids.length === 0) return 0;
+  const { rowCount } = await db.query(
     sql`
       UPDATE outbox
-         SET published_at = now(), locked_until = NULL
-       WHERE id = ANY($1::bigint[]) AND published_at IS NULL`,
-    [ids],
+         SET published_at = now(), locked_until = NULL, lease_owner = NULL
+       WHERE id = ANY($1::bigint[]) AND lease_owner = $2 AND published_at IS NULL`,
+    [ids, owner],
   );
+  return rowCount ?? 0;
 }
 
 /**
  * Gives leases back without counting an attempt: the rows were never refused, Kafka was
- * unreachable. `reason` is kept in last_error so an operator sees why rows wait.
+ * unreachable. `reason` is kept in last_error so an operator sees why rows wait. Only rows
+ * `owner` still holds; returns how many it released.
  */
 export async function releaseEvents(
   db: Queryable,
+  owner: string,
   ids: readonly string[],
   reason: string,
-): Promise<void> {
-  if (ids.length === 0) return;
-  await db.query(
+): Promise<number> {
+  if (ids.length === 0) return 0;
+  const { rowCount } = await db.query(
     sql`
       UPDATE outbox
-         SET locked_until = NULL, last_error = left($2, 1000)
-       WHERE id = ANY($1::bigint[]) AND published_at IS NULL`,
-    [ids, reason],
+         SET locked_until = NULL, lease_owner = NULL, last_error = left($2, 1000)
+       WHERE id = ANY($1::bigint[]) AND lease_owner = $3 AND published_at IS NULL`,
+    [ids, reason, owner],
   );
+  return rowCount ?? 0;
 }
 
 /**
  * Records a refused publish: one more attempt and the error; the row is parked when it reached
  * `maxAttempts`, otherwise leased for `retryInMs` so it is retried later (and, being the oldest
- * pending row of its payment, holds that payment's later events back until then).
+ * pending row of its payment, holds that payment's later events back until then). Only if
+ * `owner` still holds the lease: `counted` is false when the row was not touched.
  */
 export async function recordFailedAttempt(
   db: Queryable,
+  owner: string,
   id: string,
   error: string,
   maxAttempts: number,
   retryInMs: number,
-): Promise<{ parked: boolean }> {
+): Promise<{ counted: boolean; parked: boolean }> {
   const { rows } = await db.query<{ parked: boolean }>(
     sql`
       UPDATE outbox
@@ -155,12 +164,14 @@ export async function recordFailedAttempt(
              last_error = left($2, 1000),
              parked_at = CASE WHEN attempts + 1 >= $3 THEN now() END,
              locked_until = CASE WHEN attempts + 1 >= $3 THEN NULL
-                                 ELSE now() + $4 * interval '1 millisecond' END
-       WHERE id = $1 AND published_at IS NULL
+                                 ELSE now() + $4 * interval '1 millisecond' END,
+             lease_owner = CASE WHEN attempts + 1 >= $3 THEN NULL ELSE lease_owner END
+       WHERE id = $1 AND lease_owner = $5 AND published_at IS NULL
       RETURNING parked_at IS NOT NULL AS parked`,
-    [id, error, maxAttempts, retryInMs],
+    [id, error, maxAttempts, retryInMs, owner],
   );
-  return { parked: rows[0]?.parked ?? false };
+  const row = rows[0];
+  return { counted: row !== undefined, parked: row?.parked ?? false };
 }
 
 /**

@@ -56,123 +56,238 @@ const topicName = z.string().regex(/^[A-Za-z0-9._-]{1,249}$/, {
 });
 
 export const configSchema = z.object({
-  NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
-  HOST: z.string().min(1).default('127.0.0.1'),
-  PORT: integer(0, 65535).default(3000),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  NODE_ENV: z
+    .enum(['development', 'test', 'production'])
+    .default('development')
+    .describe(
+      'Environment name for libraries that read it (Express); the service itself ignores it.',
+    ),
+  HOST: z.string().min(1).default('127.0.0.1').describe('Address the HTTP API listens on.'),
+  PORT: integer(0, 65535).default(3000).describe('Port of the HTTP API (0 picks a free port).'),
+  LOG_LEVEL: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+    .default('info')
+    .describe('Lowest pino level written.'),
   /** `pretty` needs the pino-pretty dev dependency; production logs stay JSON. */
-  LOG_FORMAT: z.enum(['json', 'pretty']).default('json'),
+  LOG_FORMAT: z
+    .enum(['json', 'pretty'])
+    .default('json')
+    .describe('`json` for machines; `pretty` for people (`npm run up` sets it on a terminal).'),
   DATABASE_URL: urlWithProtocol(
     ['postgres:', 'postgresql:'],
     'postgres://user:password@host:5432/db',
-  ).default('postgres://payments:payments@127.0.0.1:5432/payments'),
+  )
+    .default('postgres://payments:payments@127.0.0.1:5432/payments')
+    .describe(
+      'Postgres connection URL (never echoed in errors: it may carry a password); or `DATABASE_URL_FILE` naming a file that holds it.',
+    ),
   /** Two cores serve about this many concurrent transactions usefully; more connections only queue. */
-  DATABASE_POOL_MAX: integer(1, 500).default(20),
+  DATABASE_POOL_MAX: integer(1, 500).default(20).describe('Postgres connections per process.'),
   /** A statement that runs longer than this is a bug or a lock pile-up; fail it rather than hang. */
-  DATABASE_STATEMENT_TIMEOUT_MS: integer(100, 600_000).default(10_000),
-  REDIS_URL: urlWithProtocol(['redis:', 'rediss:'], 'redis://host:6379').default(
-    'redis://127.0.0.1:6379',
-  ),
+  DATABASE_STATEMENT_TIMEOUT_MS: integer(100, 600_000)
+    .default(10_000)
+    .describe('Longest a single SQL statement may run before Postgres cancels it.'),
+  REDIS_URL: urlWithProtocol(['redis:', 'rediss:'], 'redis://host:6379')
+    .default('redis://127.0.0.1:6379')
+    .describe(
+      'Redis connection URL (response cache, idempotency locks, rate limits); or `REDIS_URL_FILE` naming a file that holds it.',
+    ),
   /** Every key this service writes starts with this, so several deployments can share a Redis. */
   REDIS_KEY_PREFIX: z
     .string()
     .regex(/^[A-Za-z0-9:_-]*$/, { message: 'may hold only letters, digits, ":", "_" and "-"' })
-    .default('payments:'),
-  KAFKA_BROKERS: brokerList.default(['127.0.0.1:9092']),
-  KAFKA_CLIENT_ID: z.string().min(1).default('payments-service'),
-  KAFKA_TOPIC_PAYMENTS: topicName.default('payments.events'),
-  KAFKA_TOPIC_DLQ: topicName.default('payments.settlement.dlq'),
-  KAFKA_CONSUMER_GROUP: z.string().min(1).default('payments-settlement'),
+    .default('payments:')
+    .describe('Prefix of every Redis key the service writes.'),
+  KAFKA_BROKERS: brokerList
+    .default(['127.0.0.1:9092'])
+    .describe('Comma-separated `host:port` list of Kafka bootstrap brokers.'),
+  KAFKA_CLIENT_ID: z
+    .string()
+    .min(1)
+    .default('payments-service')
+    .describe('Kafka client id, shown in broker logs and metrics.'),
+  KAFKA_TOPIC_PAYMENTS: topicName
+    .default('payments.events')
+    .describe('Topic of payment lifecycle events (the relay writes, settlement reads).'),
+  KAFKA_TOPIC_DLQ: topicName
+    .default('payments.settlement.dlq')
+    .describe('Topic of settlement dead letters.'),
+  KAFKA_CONSUMER_GROUP: z
+    .string()
+    .min(1)
+    .default('payments-settlement')
+    .describe('Consumer group of the settlement role.'),
   /** Clients retry for hours after an outage; a day covers that and bounds the table's size. */
-  IDEMPOTENCY_KEY_TTL_SECONDS: integer(1, 30 * 86_400).default(86_400),
+  IDEMPOTENCY_KEY_TTL_SECONDS: integer(1, 30 * 86_400)
+    .default(86_400)
+    .describe('How long an Idempotency-Key is remembered (database record and cached response).'),
   /**
    * Longer than a slow request's database work (p99 is milliseconds), short enough that a
    * crashed holder frees the key quickly. Expiry is safe: the database constraint is the guard.
    */
-  IDEMPOTENCY_LOCK_TTL_MS: integer(50, 600_000).default(5_000),
+  IDEMPOTENCY_LOCK_TTL_MS: integer(50, 600_000)
+    .default(5_000)
+    .describe('TTL of the Redis lock held while a request with a key is in flight.'),
   /** `reject`: 409 at once while the first request is in flight; `wait`: poll, then replay. */
-  IDEMPOTENCY_IN_FLIGHT: z.enum(['reject', 'wait']).default('reject'),
+  IDEMPOTENCY_IN_FLIGHT: z
+    .enum(['reject', 'wait'])
+    .default('reject')
+    .describe(
+      'What a duplicate of an in-flight request gets: `reject` (409 at once) or `wait` (poll, then replay or 409).',
+    ),
   /** Bound of the `wait` mode: well under common client timeouts (10-30 s). */
-  IDEMPOTENCY_WAIT_MS: integer(0, 60_000).default(2_000),
+  IDEMPOTENCY_WAIT_MS: integer(0, 60_000)
+    .default(2_000)
+    .describe('Longest a duplicate waits for the first request in `wait` mode.'),
   /** The first request almost always finishes within a second; retrying sooner is wasted. */
-  IDEMPOTENCY_RETRY_AFTER_SECONDS: integer(1, 3_600).default(1),
+  IDEMPOTENCY_RETRY_AFTER_SECONDS: integer(1, 3_600)
+    .default(1)
+    .describe('`Retry-After` of a 409 for a key still in flight.'),
   /** Expired keys are few per second at our rates; once a minute keeps the table near its TTL. */
-  IDEMPOTENCY_REAPER_INTERVAL_MS: integer(100, 3_600_000).default(60_000),
+  IDEMPOTENCY_REAPER_INTERVAL_MS: integer(100, 3_600_000)
+    .default(60_000)
+    .describe('How often the API role deletes expired idempotency records.'),
   /** Small enough that one DELETE holds its locks for milliseconds, not seconds. */
-  IDEMPOTENCY_REAPER_BATCH: integer(1, 100_000).default(1_000),
+  IDEMPOTENCY_REAPER_BATCH: integer(1, 100_000)
+    .default(1_000)
+    .describe('Expired idempotency records deleted per statement.'),
   /**
    * `open`: when Redis is down, keep serving through the database path (correct, slower).
    * `closed`: answer 503 instead, for operators who would rather shed load than lose the lock.
    */
-  REDIS_FAILURE_MODE: z.enum(['open', 'closed']).default('open'),
+  REDIS_FAILURE_MODE: z
+    .enum(['open', 'closed'])
+    .default('open')
+    .describe('When Redis is down: `open` serves through the database, `closed` answers 503.'),
   /** A payment request is well under 2 KiB; 16 KiB leaves room for metadata and stops abuse. */
-  HTTP_BODY_LIMIT_BYTES: integer(1_024, 1_048_576).default(16_384),
+  HTTP_BODY_LIMIT_BYTES: integer(1_024, 1_048_576)
+    .default(16_384)
+    .describe('Largest accepted request body (larger: 413).'),
   /**
    * Bound of every rate-limit call to Redis: a frozen Redis must not stall requests (the
    * gray-failure bound, 100-250 ms); past it the process limits on its own until Redis answers.
    */
-  RATE_LIMIT_REDIS_TIMEOUT_MS: integer(10, 5_000).default(150),
+  RATE_LIMIT_REDIS_TIMEOUT_MS: integer(10, 5_000)
+    .default(150)
+    .describe(
+      'Bound of each rate-limit call to Redis; past it the process limits from its own memory.',
+    ),
   /**
    * Failed authentications per client address (checked before any lookup): one a second
    * sustained makes guessing keys pointless, and...
    */
-  RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: integer(1, 1_000_000).default(60),
+  RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: integer(1, 1_000_000)
+    .default(60)
+    .describe('Failed authentications allowed per client address per minute (over it: 429).'),
   /** ...a burst of 20 forgives a misconfigured client's first retries. */
-  RATE_LIMIT_UNAUTHENTICATED_BURST: integer(1, 1_000_000).default(20),
+  RATE_LIMIT_UNAUTHENTICATED_BURST: integer(1, 1_000_000)
+    .default(20)
+    .describe('Failed authentications a client address may make in a burst.'),
   /** A revoked API key stops working within this long; keeps Postgres off the replay path. */
-  AUTH_CACHE_TTL_MS: integer(0, 3_600_000).default(30_000),
+  AUTH_CACHE_TTL_MS: integer(0, 3_600_000)
+    .default(30_000)
+    .describe(
+      'How long an API key lookup is cached in memory (a revoked key works this long); 0 disables.',
+    ),
   /**
    * An unknown key is answered from memory for this long: a client repeating a wrong key costs
    * one lookup per interval. Keys are random, so no key can be created during its negative entry.
    */
-  AUTH_NEGATIVE_CACHE_TTL_MS: integer(0, 3_600_000).default(10_000),
+  AUTH_NEGATIVE_CACHE_TTL_MS: integer(0, 3_600_000)
+    .default(10_000)
+    .describe('How long an unknown API key is answered from memory (401); 0 disables.'),
   /** When Postgres is unavailable, clients are told to come back after this many seconds. */
-  UNAVAILABLE_RETRY_AFTER_SECONDS: integer(1, 3_600).default(2),
+  UNAVAILABLE_RETRY_AFTER_SECONDS: integer(1, 3_600)
+    .default(2)
+    .describe('`Retry-After` of a 503 when Postgres (or Redis in `closed` mode) is unavailable.'),
   /** Brief section 7: five attempts, then the dead-letter queue. */
-  SETTLEMENT_MAX_ATTEMPTS: integer(1, 100).default(5),
+  SETTLEMENT_MAX_ATTEMPTS: integer(1, 100)
+    .default(5)
+    .describe('Acquirer attempts per payment before its event is dead-lettered.'),
   /** First retry after up to this long (full jitter); doubles per attempt up to the cap. */
-  SETTLEMENT_BACKOFF_BASE_MS: integer(1, 600_000).default(200),
+  SETTLEMENT_BACKOFF_BASE_MS: integer(1, 600_000)
+    .default(200)
+    .describe('Base of the settlement retry backoff (full jitter, doubling per attempt).'),
   /** No retry waits longer: a recovered acquirer is used within this long. */
-  SETTLEMENT_BACKOFF_CAP_MS: integer(1, 3_600_000).default(30_000),
+  SETTLEMENT_BACKOFF_CAP_MS: integer(1, 3_600_000)
+    .default(30_000)
+    .describe('Longest delay between two settlement attempts.'),
   /** A claimed job is another worker's after this long; well above ACQUIRER_TIMEOUT_MS. */
-  SETTLEMENT_LEASE_MS: integer(100, 3_600_000).default(30_000),
+  SETTLEMENT_LEASE_MS: integer(100, 3_600_000)
+    .default(30_000)
+    .describe(
+      'How long a claimed settlement job belongs to its worker before another may take it.',
+    ),
   /** Acquirer calls in flight per settlement process: enough to hide a slow acquirer's latency. */
-  SETTLEMENT_CONCURRENCY: integer(1, 1_000).default(16),
+  SETTLEMENT_CONCURRENCY: integer(1, 1_000)
+    .default(16)
+    .describe('Acquirer calls in flight per settlement process.'),
   /** Fallback poll for due retries; new work wakes the worker at once. */
-  SETTLEMENT_POLL_MS: integer(10, 60_000).default(500),
+  SETTLEMENT_POLL_MS: integer(10, 60_000)
+    .default(500)
+    .describe('Fallback poll of the settlement worker for due retries.'),
   /** An acquirer that has not answered by then is treated as a transient failure. */
-  ACQUIRER_TIMEOUT_MS: integer(10, 120_000).default(2_000),
+  ACQUIRER_TIMEOUT_MS: integer(10, 120_000)
+    .default(2_000)
+    .describe('Timeout of one acquirer call (then a transient failure).'),
   /** Simulator only: latency added to every call, for load tests. */
-  ACQUIRER_SIM_LATENCY_MS: integer(0, 60_000).default(0),
+  ACQUIRER_SIM_LATENCY_MS: integer(0, 60_000)
+    .default(0)
+    .describe('Simulator only: latency added to every call.'),
   /** Simulator only: probability of a random transient failure, for load tests. */
   ACQUIRER_SIM_FAILURE_RATE: z
     .string()
     .regex(/^(0(\.\d+)?|1(\.0+)?)$/, { message: 'must be a number between 0 and 1' })
     .transform(Number)
-    .default(0),
+    .default(0)
+    .describe('Simulator only: probability (0-1) of a random transient failure.'),
   /** A readiness probe must answer before the orchestrator's own timeout (typically 1-5 s). */
-  READINESS_TIMEOUT_MS: integer(100, 60_000).default(2_000),
+  READINESS_TIMEOUT_MS: integer(100, 60_000)
+    .default(2_000)
+    .describe('Bound of each dependency check of `/readyz`.'),
   /** Long enough to finish in-flight requests, shorter than a typical 30 s SIGKILL grace period. */
-  SHUTDOWN_TIMEOUT_MS: integer(100, 120_000).default(15_000),
+  SHUTDOWN_TIMEOUT_MS: integer(100, 120_000)
+    .default(15_000)
+    .describe('Bound of a graceful shutdown after SIGTERM/SIGINT.'),
   /**
    * The internal listener of every process (API included): /metrics, the detailed /readyz and
    * /healthz. 9464 is the usual Prometheus exporter port; 0 picks a free port (logged).
    */
-  METRICS_PORT: integer(0, 65535).default(9464),
+  METRICS_PORT: integer(0, 65535)
+    .default(9464)
+    .describe(
+      'Port of the internal listener of every process: `/metrics`, detailed `/readyz`, `/healthz` (0 picks one and logs it).',
+    ),
   /** Loopback by default: metrics and dependency detail are for the node's agents, not the public. */
-  INTERNAL_HOST: z.string().min(1).default('127.0.0.1'),
+  INTERNAL_HOST: z
+    .string()
+    .min(1)
+    .default('127.0.0.1')
+    .describe("Address the internal listener binds (loopback: for the node's agents only)."),
   /** Rows per claim-publish-mark round: amortises the round trips, still one fast produce request. */
-  RELAY_BATCH_SIZE: integer(1, 10_000).default(500),
+  RELAY_BATCH_SIZE: integer(1, 10_000)
+    .default(500)
+    .describe('Outbox rows per claim-publish-mark round.'),
   /** Loops per relay process: with 2, one publishes while the other waits on Postgres (bench). */
-  RELAY_WORKERS: integer(1, 16).default(2),
+  RELAY_WORKERS: integer(1, 16)
+    .default(2)
+    .describe('Relay loops per process, each with its own producer.'),
   /** Fallback when a notification is missed (listener reconnecting) and to pick up retried rows. */
-  RELAY_POLL_INTERVAL_MS: integer(10, 600_000).default(1_000),
+  RELAY_POLL_INTERVAL_MS: integer(10, 600_000)
+    .default(1_000)
+    .describe('Fallback poll of the relay (NOTIFY wakes it at once).'),
   /** Well above a send's worst case (bounded retries), so a live relay's claim does not expire. */
-  RELAY_LEASE_MS: integer(100, 3_600_000).default(60_000),
+  RELAY_LEASE_MS: integer(100, 3_600_000)
+    .default(60_000)
+    .describe('How long a claimed outbox row belongs to its relay before another may take it.'),
   /** A refusal that repeats 5 times over ~15 s (too large, invalid) will not heal: park it. */
-  RELAY_MAX_ATTEMPTS: integer(1, 1_000).default(5),
+  RELAY_MAX_ATTEMPTS: integer(1, 1_000)
+    .default(5)
+    .describe('Refused publishes of one row before it is parked.'),
   /** An hour of published rows answers "was it sent?"; Kafka keeps the events themselves. */
-  OUTBOX_RETENTION_SECONDS: integer(0, 30 * 86_400).default(3_600),
+  OUTBOX_RETENTION_SECONDS: integer(0, 30 * 86_400)
+    .default(3_600)
+    .describe('Published outbox rows are deleted after this long.'),
 });
 
 export type Config = z.infer<typeof configSchema>;

@@ -1,12 +1,13 @@
+import { fullJitterDelay } from './backoff.js';
 import type { Logger } from './logger.js';
 
-/** Retries start slowly enough not to spam a broker that is restarting. */
+/** Retries start slowly enough not to spam a broker that is restarting (ceiling of the first). */
 const FIRST_DELAY_MS = 250;
 /** A dependency back after an outage is picked up within this long. */
 const MAX_DELAY_MS = 5_000;
 
 /**
- * Keeps calling `connect` with capped exponential backoff until it succeeds or `stop` is
+ * Keeps calling `connect` with capped exponential backoff (full jitter) until it succeeds or `stop` is
  * called, so a role whose dependency is down at boot waits for it instead of exiting.
  */
 export function connectInBackground(
@@ -24,7 +25,7 @@ export function connectInBackground(
         onConnected();
         return true;
       } catch (error) {
-        const delay = Math.min(FIRST_DELAY_MS * 2 ** attempt, MAX_DELAY_MS);
+        const delay = fullJitterDelay(attempt + 1, FIRST_DELAY_MS, MAX_DELAY_MS);
         logger.warn({ err: error, attempt, retryInMs: delay }, `${what}: connect failed`);
         await new Promise<void>((resolve) => {
           wake = resolve;

@@ -1,13 +1,20 @@
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runner } from 'node-pg-migrate';
 import type { Logger } from './logger.js';
 
-/** migrations/ at the repository root, found from this file so any working directory works. */
-export const MIGRATIONS_DIR = path.resolve(
-  path.dirname(fileURLToPath(import.meta.url)),
-  '../../migrations',
-);
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+
+/**
+ * migrations/ at the repository root, found from this file so any working directory works: two
+ * levels up from src/platform/ and dist/platform/, three from the tools' build of this file
+ * (dist-tools/src/platform/, see tools/tsconfig.json).
+ */
+export const MIGRATIONS_DIR =
+  ['../../migrations', '../../../migrations']
+    .map((relative) => path.resolve(HERE, relative))
+    .find((dir) => existsSync(dir)) ?? path.resolve(HERE, '../../migrations');
 
 /**
  * Applies every pending forward migration in one transaction, under node-pg-migrate's advisory

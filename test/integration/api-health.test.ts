@@ -52,10 +52,35 @@ afterAll(async () => {
 });
 
 describe('health endpoints', () => {
-  it('when the process runs, then /healthz answers 200 without touching dependencies', async () => {
-    const res = await fetch(healthy.url('/healthz'));
-    expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ status: 'ok' });
+  it('when Postgres, Redis and Kafka are all unreachable, then /healthz still answers 200 at once while /readyz is 503', async () => {
+    // Closed loopback ports: every dependency refuses. A /healthz that consulted any of them
+    // would fail or wait here; liveness must depend on the process alone.
+    const isolated = await serve({
+      DATABASE_URL: 'postgres://payments:payments@127.0.0.1:1/payments',
+      REDIS_URL: 'redis://127.0.0.1:1',
+      KAFKA_BROKERS: '127.0.0.1:1',
+      READINESS_TIMEOUT_MS: '500',
+    });
+    try {
+      const started = performance.now();
+      const res = await fetch(isolated.url('/healthz'));
+      const body: unknown = await res.json();
+      const elapsedMs = performance.now() - started;
+      expect(res.status).toBe(200);
+      expect(body).toEqual({ status: 'ok' });
+      expect(elapsedMs).toBeLessThan(250);
+
+      const ready = await fetch(isolated.url('/readyz'));
+      const report = (await ready.json()) as { checks: { name: string; status: string }[] };
+      expect(ready.status).toBe(503);
+      expect(report.checks.map((c) => [c.name, c.status])).toEqual([
+        ['postgres', 'down'],
+        ['redis', 'down'],
+        ['kafka', 'down'],
+      ]);
+    } finally {
+      await stop(isolated);
+    }
   });
 
   it('when Postgres, Redis and Kafka answer, then the public /readyz is 200 and says only "ready"', async () => {

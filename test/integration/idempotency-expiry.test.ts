@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createIdempotencyReaper } from '../../src/idempotency/idempotency-reaper.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
@@ -55,8 +56,21 @@ describe('idempotency key expiry', () => {
         intervalMs: 60_000,
       },
     );
-    // 7 expired records, 3 per batch: three batches, all gone.
-    expect(await reaper.runOnce()).toBe(7);
+    // 7 expired records, 3 per batch: three DELETE statements of 3, 3 and 1 rows, all gone.
+    const query = vi.spyOn(db.pool, 'query');
+    try {
+      expect(await reaper.runOnce()).toBe(7);
+      const statements = query.mock.calls.map(([text]) => text);
+      const results = (await Promise.all(query.mock.results.map((r) => r.value as unknown))) as (
+        pg.QueryResult | undefined
+      )[];
+      const deletedPerStatement = statements.flatMap((text, i) =>
+        text.includes('DELETE FROM idempotency_keys') ? [results[i]?.rowCount] : [],
+      );
+      expect(deletedPerStatement).toEqual([3, 3, 1]);
+    } finally {
+      query.mockRestore();
+    }
 
     const keys = await db.pool.query<{ idempotency_key: string }>(
       'SELECT idempotency_key FROM idempotency_keys ORDER BY idempotency_key',

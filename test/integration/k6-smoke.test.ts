@@ -6,7 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BENCH_TIER, defineTier } from '../../src/merchants/tier-repository.js';
-import type { VerifyReport } from '../../src/verify/verify-payments.js';
+import type { VerifyReport } from '../../tools/verify/verify-payments.js';
 import { createTestDatabase, uniqueSuffix, type TestDatabase } from '../support/isolation.js';
 import { REPO_ROOT } from '../support/services.js';
 import type { TestApi } from '../support/test-api.js';

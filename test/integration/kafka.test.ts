@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   createIdempotentProducer,
   createKafka,
@@ -62,8 +62,23 @@ describe('kafka (real broker, per-file topics)', () => {
     );
   });
 
-  it('when topics already exist, then ensureTopics leaves them alone', async () => {
-    await ensureTopics(admin, [topic], 7);
+  it('when topics already exist, then ensureTopics sends no CreateTopics for them and creates only the missing one', async () => {
+    // Kafka never alters an existing topic on CreateTopics, so the partition count alone cannot
+    // tell whether the existence check ran: watch the requests ensureTopics sends instead.
+    const fresh = uniqueTopic('ensure');
+    const createTopics = vi.spyOn(admin, 'createTopics');
+    try {
+      await ensureTopics(admin, [topic], 7);
+      expect(createTopics).not.toHaveBeenCalled();
+
+      await ensureTopics(admin, [topic, fresh], 2);
+      expect(createTopics).toHaveBeenCalledTimes(1);
+      const requested = createTopics.mock.calls[0]?.[0].topics.map((t) => t.topic);
+      expect(requested).toEqual([fresh]);
+    } finally {
+      createTopics.mockRestore();
+      await admin.deleteTopics({ topics: [fresh] }).catch(() => undefined);
+    }
     const metadata = await admin.fetchTopicMetadata({ topics: [topic] });
     expect(metadata.topics[0]?.partitions).toHaveLength(3);
   });

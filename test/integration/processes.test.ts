@@ -85,7 +85,7 @@ describe('process entry points', () => {
       'invalid configuration: DATABASE_URL uses the built-in development credentials',
     ],
   ])('when %s=%j, then the process exits 1 with one line naming it', async (name, value, line) => {
-    for (const entry of ['apps/api/main.js', 'apps/all/main.js', 'scripts/migrate.js']) {
+    for (const entry of ['apps/api/main.js', 'apps/all/main.js', 'cli/migrate.js']) {
       const { exited } = startProcess(entry, processEnv({ [name]: value }));
       const result = await exited;
       expect(result.code, entry).toBe(1);
@@ -142,11 +142,11 @@ describe('process entry points', () => {
   it('when migrate runs twice on a new database, then the second run applies nothing', async () => {
     const db = await createTestDatabase({ migrated: false });
     try {
-      const first = await startProcess('scripts/migrate.js', processEnv({ DATABASE_URL: db.url }))
+      const first = await startProcess('cli/migrate.js', processEnv({ DATABASE_URL: db.url }))
         .exited;
       expect(first.code).toBe(0);
       expect(first.stdout).toContain('"msg":"migrations applied"');
-      const second = await startProcess('scripts/migrate.js', processEnv({ DATABASE_URL: db.url }))
+      const second = await startProcess('cli/migrate.js', processEnv({ DATABASE_URL: db.url }))
         .exited;
       expect(second.code).toBe(0);
       expect(second.stdout).toContain('"msg":"schema is up to date"');
@@ -175,7 +175,7 @@ describe('process entry points', () => {
     try {
       const child = spawn(
         process.execPath,
-        [path.join(REPO_ROOT, 'dist/scripts/merchant-create.js'), '--name', 'Acme Ltd'],
+        [path.join(REPO_ROOT, 'dist/cli/merchant-create.js'), '--name', 'Acme Ltd'],
         { env: { ...processEnv({ DATABASE_URL: db.url }) }, stdio: ['ignore', 'pipe', 'pipe'] },
       );
       let stdout = '';
@@ -201,7 +201,7 @@ describe('process entry points', () => {
   });
 
   it('when merchant:create has no --name, then it exits 1 with a usage line', async () => {
-    const proc = startProcess('scripts/merchant-create.js', processEnv());
+    const proc = startProcess('cli/merchant-create.js', processEnv());
     const result = await proc.exited;
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('usage: merchant:create -- --name <name>');
@@ -214,7 +214,7 @@ describe('process entry points', () => {
   ])('when dlq:replay gets %j, then it exits 1 with its usage line', async (args) => {
     const child = spawn(
       process.execPath,
-      [path.join(REPO_ROOT, 'dist/scripts/dlq-replay.js'), ...args],
+      [path.join(REPO_ROOT, 'dist/cli/dlq-replay.js'), ...args],
       {
         env: processEnv(),
         stdio: ['ignore', 'pipe', 'pipe'],

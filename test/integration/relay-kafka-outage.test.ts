@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createRelay, createRelayKafka } from '../../src/apps/relay/relay.js';
+import { createRelayKafka } from '../../src/outbox/relay-kafka.js';
+import { createRelay } from '../../src/outbox/relay.js';
 import { listenForOutbox } from '../../src/outbox/outbox-listener.js';
 import { createKafka, ensureTopics, type KafkaClient } from '../../src/platform/kafka.js';
 import { createLogger } from '../../src/platform/logger.js';

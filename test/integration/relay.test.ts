@@ -3,12 +3,9 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import {
-  createRelay,
-  createRelayKafka,
-  type Relay,
-  type RelayDeps,
-} from '../../src/apps/relay/relay.js';
+import type { RelayDeps } from '../../src/outbox/relay-context.js';
+import { createRelayKafka } from '../../src/outbox/relay-kafka.js';
+import { createRelay, type Relay } from '../../src/outbox/relay.js';
 import { EVENT_SOURCE } from '../../src/outbox/cloud-event.js';
 import { listenForOutbox } from '../../src/outbox/outbox-listener.js';
 import { registerBacklogProbe } from '../../src/outbox/outbox-metrics.js';
@@ -333,7 +330,8 @@ describe('outbox relay (real Postgres, real Kafka)', () => {
     const dist = (file: string) => pathToFileURL(path.join(REPO_ROOT, 'dist', file)).href;
     // A real process dies between send and mark: SIGKILL from inside the afterPublish hook.
     const script = `
-      const { createRelay, createRelayKafka } = await import(${JSON.stringify(dist('apps/relay/relay.js'))});
+      const { createRelay } = await import(${JSON.stringify(dist('outbox/relay.js'))});
+      const { createRelayKafka } = await import(${JSON.stringify(dist('outbox/relay-kafka.js'))});
       const { loadConfig } = await import(${JSON.stringify(dist('platform/config.js'))});
       const { createPool } = await import(${JSON.stringify(dist('platform/db.js'))});
       const { createLogger } = await import(${JSON.stringify(dist('platform/logger.js'))});

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AcquirerTransientError, type Acquirer } from '../../src/acquirer/acquirer.js';
+import type { Acquirer } from '../../src/acquirer/acquirer.js';
 import { createAcquirerSimulator } from '../../src/acquirer/acquirer-simulator.js';
 import { paymentEventId } from '../../src/outbox/event-id.js';
 import { DLQ_HEADERS } from '../../src/settlement/dead-letter.js';
@@ -237,11 +237,5 @@ describe('settlement consumer', () => {
       replayed_calls: 1,
       result_events: 1,
     });
-  });
-});
-
-describe('acquirer transient errors', () => {
-  it('is retriable by class', () => {
-    expect(new AcquirerTransientError('x', 'acquirer_timeout').errorClass).toBe('acquirer_timeout');
   });
 });

@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toKafkaRecord } from '../../src/outbox/cloud-event.js';
 import { createIdempotentProducer, publish } from '../../src/platform/kafka.js';
-import type { VerifyReport } from '../../src/verify/verify-payments.js';
+import type { VerifyReport } from '../../tools/verify/verify-payments.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import { postPayment, type TestApi } from '../support/test-api.js';
 import { startTestPipeline } from '../support/test-pipeline.js';
 import { runVerifyCli } from '../support/verify-cli.js';
 
 /**
- * The real `npm run verify` CLI (dist/scripts/verify.js) against a small world made by the real
+ * The real `npm run verify` CLI (dist-tools/tools/cli/verify.js) against a small world made by the real
  * pipeline (API -> relay -> Kafka -> settlement), first consistent, then with one violation
  * injected at a time.
  */

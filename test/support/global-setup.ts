@@ -1,11 +1,13 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { createLogger } from '../../src/platform/logger.js';
 import { migrateUp } from '../../src/platform/migrate.js';
-import { databaseUrlFor } from './database-url.js';
+import {
+  createScratchDatabase,
+  dropScratchDatabasesWithPrefix,
+} from '../../tools/support/scratch-database.js';
 import { REPO_ROOT, resolveServices, type Services } from './services.js';
 
 const run = promisify(execFile);
@@ -20,40 +22,35 @@ declare module 'vitest' {
   }
 }
 
+/** Compiles one tsconfig (the service's dist/, or the tools' dist-tools/). */
+function compile(project: string) {
+  return run(
+    process.execPath,
+    [path.join(REPO_ROOT, 'node_modules/typescript/bin/tsc'), '-p', project],
+    { cwd: REPO_ROOT },
+  );
+}
+
 /**
  * Once per `vitest run`: find the services, compile dist/ (process tests run the real entry
- * points), and migrate a template database that every test file clones for isolation.
+ * points) and dist-tools/ (the verifier's tests run `npm run verify`'s entry point), and migrate
+ * a template database that every test file clones for isolation.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const build = run(
-    process.execPath,
-    [path.join(REPO_ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'],
-    {
-      cwd: REPO_ROOT,
-    },
-  );
+  // One after the other: two tsc at once on a 2-core machine slow everything else down.
+  const build = compile('tsconfig.build.json').then(() => compile('tools/tsconfig.json'));
   const { services, stop } = await resolveServices();
   const runId = `t${Date.now().toString(36)}${process.pid.toString(36)}`;
-  const templateDatabase = `${runId}_template`;
-  const admin = new pg.Client({ connectionString: services.databaseUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${templateDatabase}`);
+  const template = await createScratchDatabase(services.databaseUrl, `${runId}_template`);
   const logger = createLogger({ LOG_LEVEL: 'warn', LOG_FORMAT: 'json' });
-  await migrateUp(databaseUrlFor(services.databaseUrl, templateDatabase), logger);
+  await migrateUp(template.url, logger);
   await build;
   project.provide('services', services);
-  project.provide('templateDatabase', templateDatabase);
+  project.provide('templateDatabase', template.name);
   project.provide('runId', runId);
 
   return async () => {
-    const { rows } = await admin.query<{ datname: string }>(
-      'SELECT datname FROM pg_database WHERE datname LIKE $1',
-      [`${runId}%`],
-    );
-    for (const { datname } of rows) {
-      await admin.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
-    }
-    await admin.end();
+    await dropScratchDatabasesWithPrefix(services.databaseUrl, runId);
     await stop();
   };
 }

@@ -3,8 +3,8 @@ import pg from 'pg';
 import { Redis } from 'ioredis';
 import { inject } from 'vitest';
 import { loadConfig, type Config } from '../../src/platform/config.js';
-import { deleteKeysWithPrefix as deleteAllWithPrefix } from '../../src/platform/redis.js';
-import { databaseUrlFor } from './database-url.js';
+import { deleteKeysWithPrefix as deleteAllWithPrefix } from '../../tools/support/delete-keys-with-prefix.js';
+import { createScratchDatabase } from '../../tools/support/scratch-database.js';
 
 /** A short random suffix; test resources are named `<what>-<suffix>` so parallel files never meet. */
 export function uniqueSuffix(): string {
@@ -29,34 +29,19 @@ export async function createTestDatabase({ migrated = true } = {}): Promise<Test
   const { databaseUrl } = inject('services');
   const name = `${inject('runId')}_${uniqueSuffix()}`;
   const template = migrated ? inject('templateDatabase') : 'template0';
-  await withAdmin(databaseUrl, (admin) =>
-    admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`),
-  );
-  const url = databaseUrlFor(databaseUrl, name);
-  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  const database = await createScratchDatabase(databaseUrl, name, { template });
+  const pool = new pg.Pool({ connectionString: database.url, max: 10 });
   // pool.end() resolves before its connections have closed, so the DROP ... WITH (FORCE) below
   // can terminate one that is still closing; that error is expected and must not crash the file.
   pool.on('error', () => undefined);
   return {
-    url,
+    url: database.url,
     pool,
     drop: async () => {
       await pool.end();
-      await withAdmin(databaseUrl, (admin) =>
-        admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
-      );
+      await database.drop();
     },
   };
-}
-
-async function withAdmin<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const admin = new pg.Client({ connectionString: url });
-  await admin.connect();
-  try {
-    return await fn(admin);
-  } finally {
-    await admin.end();
-  }
 }
 
 export interface TestRedis {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../../src/platform/db.js';
 import { toKafkaRecord, type KafkaRecord } from '../../src/outbox/cloud-event.js';
 import { paymentEventId } from '../../src/outbox/event-id.js';
-import { readAllEvents } from '../../src/outbox/outbox-repository.js';
+import { readAllEvents } from '../../tools/support/read-all-events.js';
 
 /** One outbox row as a test wrote it, in creation (id) order. */
 export interface BuiltEvent {

@@ -13,7 +13,7 @@ export interface CliResult {
 }
 
 /**
- * Runs the real `npm run verify` entry point (dist/scripts/verify.js) against a test file's
+ * Runs the real `npm run verify` entry point (dist-tools/tools/cli/verify.js) against a test file's
  * database and topics, and resolves with its exit code and output (never rejects on a non-zero
  * exit: that is what the tests look at).
  */
@@ -27,7 +27,7 @@ export async function runVerifyCli(
   try {
     const { stdout, stderr } = await run(
       process.execPath,
-      [path.join(REPO_ROOT, 'dist/scripts/verify.js'), ...args],
+      [path.join(REPO_ROOT, 'dist-tools/tools/cli/verify.js'), ...args],
       {
         env: {
           PATH: process.env.PATH ?? '',

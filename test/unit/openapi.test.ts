@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ERRORS } from '../../src/http/api-error.js';
-import { buildOpenApiDocument } from '../../src/http/openapi.js';
+import { buildOpenApiDocument } from '../../src/apps/api/openapi.js';
 
 interface Doc {
   openapi: string;
@@ -49,4 +49,63 @@ describe('buildOpenApiDocument', () => {
     for (const status of statuses) expect(Object.keys(responses)).toContain(status);
     expect(JSON.stringify(doc)).not.toContain('#/$defs/');
   });
+
+  it('when generated, then each error response of POST /payments names the codes of the brief table', () => {
+    const { 404: _notFound, ...expected } = BRIEF_ERROR_TABLE;
+    expect(documentedCodes(doc.paths['/payments']?.post?.responses ?? {})).toEqual(expected);
+  });
+
+  it.each([
+    ['/payments', 'get'],
+    ['/payments/{id}', 'get'],
+  ])(
+    'when generated, then every error code of %s %s sits under its status from the brief',
+    (path, method) => {
+      const documented = documentedCodes(doc.paths[path]?.[method]?.responses ?? {});
+      expect(Object.keys(documented).length).toBeGreaterThan(0);
+      for (const [status, codes] of Object.entries(documented)) {
+        expect(BRIEF_ERROR_TABLE[status], `status ${status}`).toEqual(
+          expect.arrayContaining(codes),
+        );
+      }
+      if (path === '/payments/{id}') expect(documented['404']).toEqual(['not_found']);
+    },
+  );
 });
+
+/** The error table of the product brief (section 4), written out by hand on purpose. */
+const BRIEF_ERROR_TABLE: Record<string, string[]> = {
+  400: [
+    'idempotency_key_invalid',
+    'idempotency_key_missing',
+    'malformed_json',
+    'validation_failed',
+  ],
+  401: ['unauthorized'],
+  404: ['not_found'],
+  409: ['idempotency_key_in_use'],
+  413: ['payload_too_large'],
+  415: ['unsupported_media_type'],
+  422: ['idempotency_key_reused'],
+  429: ['rate_limited'],
+  503: ['service_unavailable'],
+};
+
+/** Status -> sorted `code` enum of each 4xx/5xx response's problem+json schema. */
+function documentedCodes(responses: Record<string, unknown>): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const [status, response] of Object.entries(responses)) {
+    if (Number(status) < 400) continue;
+    const schema = (response as ProblemResponse).content?.['application/problem+json']?.schema;
+    const codes = schema?.allOf?.flatMap((part) => part.properties?.code?.enum ?? []) ?? [];
+    out[status] = [...codes].sort();
+  }
+  return out;
+}
+
+interface ProblemResponse {
+  content?: Record<
+    string,
+    { schema?: { allOf?: { properties?: { code?: { enum?: string[] } } }[] } }
+  >;
+}

@@ -4,11 +4,11 @@ import { fileURLToPath } from 'node:url';
 import express, { type Express } from 'express';
 import { ApiError } from '../../http/api-error.js';
 import { errorHandler } from '../../http/error-handler.js';
-import { buildOpenApiDocument } from '../../http/openapi.js';
-import { paymentsRouter, type PaymentsRouterDeps } from '../../http/payments-router.js';
 import { requestContext } from '../../http/request-context.js';
+import { paymentsRouter, type PaymentsRouterDeps } from '../../payments/payments-router.js';
 import type { Logger } from '../../platform/logger.js';
 import type { ReadinessReport } from '../../platform/readiness.js';
+import { buildOpenApiDocument } from './openapi.js';
 
 /** docs/asyncapi.yaml at the repository root, found from this file (src/ or dist/). */
 const ASYNCAPI_PATH = path.resolve(

@@ -5,7 +5,8 @@ import { connectInBackground } from '../../platform/connect-in-background.js';
 import { ensureTopics } from '../../platform/kafka.js';
 import type { Platform } from '../../platform/platform.js';
 import type { RunningRole } from '../running-role.js';
-import { createRelayKafka, createRelayWorkers } from './relay.js';
+import { createRelayKafka } from '../../outbox/relay-kafka.js';
+import { createRelayWorkers } from '../../outbox/relay-workers.js';
 
 /**
  * The outbox relay role: once its topic exists and its producers are connected ("relay ready"),

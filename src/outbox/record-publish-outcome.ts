@@ -1,0 +1,99 @@
+import { outboxMetrics } from './outbox-metrics.js';
+import {
+  markPublished,
+  recordFailedAttempt,
+  releaseEvents,
+  type Claim,
+} from './outbox-repository.js';
+import type { PublishOutcome } from './publish-claimed.js';
+import { emptyRelayRunResult, type RelayContext, type RelayRunResult } from './relay-context.js';
+
+/**
+ * Writes what Kafka did back to the claimed rows: marks acked rows published, counts an attempt
+ * on (or parks) refused ones, gives back what Kafka did not take. Every write names the claim's
+ * owner token, so rows whose lease another relay took over since are left alone.
+ */
+export async function recordPublishOutcome(
+  ctx: RelayContext,
+  claim: Claim,
+  outcome: PublishOutcome,
+): Promise<RelayRunResult> {
+  const result = emptyRelayRunResult(claim.events.length);
+  await markAcked(ctx, claim.owner, outcome, result);
+  await countRejected(ctx, claim.owner, outcome, result);
+  await releaseUnsent(ctx, claim.owner, outcome, result);
+  return result;
+}
+
+async function markAcked(
+  ctx: RelayContext,
+  owner: string,
+  { acked, ackedAt }: PublishOutcome,
+  result: RelayRunResult,
+): Promise<void> {
+  if (acked.length === 0) return;
+  await ctx.afterPublish?.(acked);
+  const ids = acked.map((event) => event.id);
+  const marked = await markPublished(ctx.db, owner, ids);
+  if (marked < ids.length) {
+    // Published all the same (same event ids): the relay now holding them republishes, and
+    // consumers drop the duplicates.
+    ctx.logger.debug({ lost: ids.length - marked }, 'outbox lease lost before the mark');
+  }
+  result.published = acked.length;
+  outboxMetrics.published.inc(acked.length);
+  for (const event of acked) {
+    outboxMetrics.lag.observe(Math.max(0, ackedAt - event.createdAt.getTime()) / 1_000);
+  }
+}
+
+async function countRejected(
+  ctx: RelayContext,
+  owner: string,
+  outcome: PublishOutcome,
+  result: RelayRunResult,
+): Promise<void> {
+  const { db, config, logger } = ctx;
+  for (const { event, error } of outcome.rejected) {
+    const attempts = event.attempts + 1;
+    const message = error instanceof Error ? error.message : String(error);
+    const retryInMs = ctx.retryDelayMs(attempts);
+    const { parked } = await recordFailedAttempt(
+      db,
+      owner,
+      event.id,
+      message,
+      config.RELAY_MAX_ATTEMPTS,
+      retryInMs,
+    );
+    result.rejected++;
+    outboxMetrics.failed.inc({ reason: 'rejected' });
+    const context = { eventId: event.eventId, paymentId: event.aggregateId, attempts };
+    if (parked) {
+      result.parked++;
+      outboxMetrics.parked.inc();
+      logger.error({ ...context, err: error }, 'outbox event parked: kafka refuses it');
+    } else {
+      logger.warn({ ...context, err: error }, 'kafka refused an outbox event; will retry');
+    }
+  }
+}
+
+async function releaseUnsent(
+  ctx: RelayContext,
+  owner: string,
+  { unsent, unavailable }: PublishOutcome,
+  result: RelayRunResult,
+): Promise<void> {
+  if (unsent.length === 0) return;
+  const reason = unavailable instanceof Error ? unavailable.message : 'kafka';
+  await releaseEvents(
+    ctx.db,
+    owner,
+    unsent.map((event) => event.id),
+    `kafka unavailable: ${reason}`,
+  );
+  result.kafkaUnavailable = true;
+  outboxMetrics.failed.inc({ reason: 'kafka_unavailable' }, unsent.length);
+  ctx.logger.debug({ err: unavailable }, 'kafka unavailable during send');
+}

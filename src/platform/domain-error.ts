@@ -1,0 +1,19 @@
+/**
+ * What a business rule or a dependency can refuse, independent of any transport. The HTTP layer
+ * maps each code to a status in one place (src/http/error-handler.ts); workers may log them.
+ */
+export type DomainErrorCode =
+  'idempotency_key_reused' | 'idempotency_key_in_use' | 'service_unavailable';
+
+/** Base of the errors components throw: a stable code, a message for people, a retry hint. */
+export abstract class DomainError extends Error {
+  abstract readonly code: DomainErrorCode;
+  /** When retrying makes sense: after this many seconds (becomes Retry-After over HTTP). */
+  readonly retryAfterSeconds: number | undefined;
+
+  constructor(message: string, options: { retryAfterSeconds?: number; cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.name = new.target.name;
+    this.retryAfterSeconds = options.retryAfterSeconds;
+  }
+}

@@ -1,0 +1,107 @@
+import type { Logger } from '../platform/logger.js';
+import type { ClaimedJob } from './settlement-repository.js';
+
+export interface SettlementLoopDeps {
+  concurrency: number;
+  pollMs: number;
+  logger: Logger;
+  /** Claims up to `limit` due jobs. */
+  claim: (limit: number) => Promise<ClaimedJob[]>;
+  /** Works one job; never rejects. */
+  work: (job: ClaimedJob) => Promise<void>;
+  /** When the earliest waiting job is due, if any. */
+  nextDueAt: () => Promise<Date | null>;
+}
+
+export interface SettlementLoop {
+  start: () => void;
+  /** Stops claiming, lets in-flight jobs finish (bounded by the acquirer timeout). */
+  stop: () => Promise<void>;
+  /** New work arrived: look at once instead of at the next poll. */
+  wake: () => void;
+}
+
+/** A sleep that a wake-up ends early, and that is not lost when it arrives while awake. */
+function createWakeableSleep(): { wake: () => void; sleep: (ms: number) => Promise<void> } {
+  let signalled = false;
+  let resolveSleep: (() => void) | undefined;
+  return {
+    wake: () => {
+      signalled = true;
+      resolveSleep?.();
+    },
+    sleep: async (ms) => {
+      if (!signalled) {
+        await new Promise<void>((resolve) => {
+          resolveSleep = resolve;
+          setTimeout(resolve, ms).unref();
+        });
+        resolveSleep = undefined;
+      }
+      signalled = false;
+    },
+  };
+}
+
+/**
+ * Keeps up to `concurrency` jobs in flight and claims more as soon as one finishes: one slow
+ * acquirer call (a 2 s timeout) occupies one slot, not the whole batch.
+ */
+export function createSettlementLoop(deps: SettlementLoopDeps): SettlementLoop {
+  const { concurrency, pollMs } = deps;
+  const { sleep, wake } = createWakeableSleep();
+  const inFlight = new Set<Promise<void>>();
+  let stopped = true;
+  let loop: Promise<void> = Promise.resolve();
+
+  async function fillSlots(): Promise<number> {
+    const free = concurrency - inFlight.size;
+    if (free <= 0) return 0;
+    const jobs = await deps.claim(free);
+    for (const job of jobs) {
+      const running = deps.work(job).finally(() => {
+        inFlight.delete(running);
+        wake();
+      });
+      inFlight.add(running);
+    }
+    return jobs.length;
+  }
+
+  /** Nothing claimable now: sleep until the earliest due job, new work, or the poll interval. */
+  async function sleepUntilDue(): Promise<void> {
+    const due = await deps.nextDueAt().catch(() => null);
+    const untilDue = due ? due.getTime() - Date.now() : pollMs;
+    await sleep(Math.max(5, Math.min(pollMs, untilDue)));
+  }
+
+  async function run(): Promise<void> {
+    while (!stopped) {
+      try {
+        const claimed = await fillSlots();
+        // Every slot busy: wait for one to free (or new work). Nothing due: sleep until the
+        // next job is. Otherwise claim again at once.
+        if (inFlight.size >= concurrency) await sleep(pollMs);
+        else if (claimed === 0) await sleepUntilDue();
+      } catch (error) {
+        deps.logger.warn({ err: error }, 'settlement worker iteration failed; retrying');
+        await new Promise((r) => setTimeout(r, pollMs));
+      }
+    }
+    await Promise.all(inFlight);
+  }
+
+  return {
+    start: () => {
+      if (!stopped) return;
+      stopped = false;
+      loop = run();
+    },
+    stop: async () => {
+      stopped = true;
+      wake();
+      await loop;
+    },
+    wake,
+  };
+}

@@ -1,0 +1,36 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { configSchema } from '../../src/platform/config.js';
+import {
+  configRows,
+  readConfigBlock,
+  renderConfigTable,
+  replaceConfigBlock,
+} from '../../tools/docs/config-table.js';
+
+const README = path.resolve(import.meta.dirname, '../../README.md');
+
+describe('README configuration table', () => {
+  it('when the schema is rendered, then every variable has a default and a description', () => {
+    const rows = configRows();
+    expect(rows.map((row) => row.variable)).toEqual(Object.keys(configSchema.shape));
+    for (const row of rows) {
+      expect(row.defaultValue, row.variable).not.toBe('');
+      expect(row.description.length, row.variable).toBeGreaterThan(10);
+    }
+  });
+
+  it('when README is read, then its table is the one generated from the schema', async () => {
+    const readme = await readFile(README, 'utf8');
+    const table = await renderConfigTable(README);
+    if (process.env.UPDATE_CONFIG_DOCS === '1') {
+      await writeFile(README, replaceConfigBlock(readme, table));
+      return;
+    }
+    expect(
+      readConfigBlock(readme),
+      'README.md configuration table is out of date: run `npm run docs:config`',
+    ).toBe(table.trim());
+  });
+});

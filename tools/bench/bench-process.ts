@@ -1,0 +1,71 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The repository root (this file is dist-tools/tools/bench/bench-process.js once built). */
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+
+/** A compiled service entry point (`npm run build`), e.g. `apps/api/main.js`. */
+export function serviceEntry(entry: string): string {
+  return path.join(ROOT, 'dist', entry);
+}
+
+/** A compiled tool (`npm run build:tools`), e.g. `bench/bare-express.js`. */
+export function toolEntry(entry: string): string {
+  return path.join(ROOT, 'dist-tools', 'tools', entry);
+}
+
+/** A port nobody listens on right now. */
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/**
+ * Starts a compiled entry point (a path from serviceEntry or toolEntry) on a free port and resolves
+ * once it answers HTTP on `probePath`. The port is given as PORT (the API, the bare Express
+ * reference); roles without the API get it as METRICS_PORT (their internal listener, /metrics),
+ * and processes that run the API get an internal listener on any free port.
+ */
+export async function startProcess(
+  entry: string,
+  env: Record<string, string>,
+  probePath: string,
+): Promise<{ child: ChildProcess; port: number }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [entry], {
+    env: {
+      ...process.env,
+      ...env,
+      PORT: String(port),
+      METRICS_PORT: /apps\/(api|all)\//.test(entry) ? '0' : String(port),
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const state = { exited: false };
+  child.on('exit', () => {
+    state.exited = true;
+  });
+  for (let i = 0; i < 200 && !state.exited; i++) {
+    try {
+      await fetch(`http://127.0.0.1:${port}${probePath}`);
+      return { child, port };
+    } catch {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  child.kill();
+  throw new Error(`${path.relative(ROOT, entry)} did not answer on port ${port}`);
+}
+
+/** Peak resident memory (VmHWM) of a process, in MB. */
+export async function peakRssMb(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return Math.round(kb / 1024);
+}

@@ -1,0 +1,269 @@
+import type { ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { createMerchant } from '../../src/merchants/merchant-repository.js';
+import { BENCH_TIER, defineTier } from '../../src/merchants/tier-repository.js';
+import type { Config } from '../../src/platform/config.js';
+import { createKafka, ensureTopics } from '../../src/platform/kafka.js';
+import type { Logger } from '../../src/platform/logger.js';
+import { migrateUp } from '../../src/platform/migrate.js';
+import { closeRedis, createRedis, type Redis } from '../../src/platform/redis.js';
+import { createScratchDatabase } from '../support/scratch-database.js';
+import { deleteKeysWithPrefix } from '../support/delete-keys-with-prefix.js';
+import { peakRssMb, serviceEntry, startProcess } from './bench-process.js';
+import { startCpuWindow } from './cpu-usage.js';
+import { constantRate, type RunResult, type Shot } from './load.js';
+
+export interface SettleLatency {
+  payments: number;
+  /** Still pending or processing when the drain wait ended (0 when everything settled). */
+  unsettled: number;
+  p50: number;
+  p95: number;
+  p99: number;
+  max: number;
+  /**
+   * Where the time went, p50 and p99 of each stage (ms): `relay` created -> on Kafka (the
+   * payment.created outbox row's published_at), `consumer` on Kafka -> recorded as a job
+   * (processed_events.processed_at), `worker` recorded -> settled (updated_at).
+   */
+  stages: Record<'relay' | 'consumer' | 'worker', { p50: number; p99: number }>;
+}
+
+export interface SweepStep {
+  rate: number;
+  api: RunResult;
+  settle: SettleLatency;
+}
+
+export interface PipelineResult {
+  settleRate: number;
+  /** POST /payments at settleRate while relay and settlement run. */
+  api: RunResult;
+  /** Accepted (payment created_at) to settled (updated_at), by the database's timestamps. */
+  settle: SettleLatency;
+  sweep: SweepStep[];
+  peakRssMb: { api: number; relay: number; settlement: number };
+  /** CPU seconds each part used during the fixed-rate run (2 cores give 2 s per second). */
+  cpuSeconds: Record<string, number>;
+  /** Wall-clock seconds of that run, until every payment was terminal. */
+  wallSeconds: number;
+  outbox: { rows: number; bytes: number };
+}
+
+export interface PipelineSettings {
+  settleRate: number;
+  settleSeconds: number;
+  sweepRates: readonly number[];
+  sweepSeconds: number;
+  /** Longest wait for the pipeline to settle a step's payments before measuring them. */
+  drainTimeoutMs: number;
+}
+
+/**
+ * The whole product as three processes (api, relay, settlement: the production layout) on a
+ * database and topics of its own, with the simulator at zero latency and no random failures:
+ * payments at a constant rate, then accepted-to-settled latency read from the database; then
+ * the same at each rate of a sweep, for the latency-versus-rate chart. Everything it creates is
+ * removed at the end.
+ */
+export async function measurePipeline(
+  base: Config,
+  settings: PipelineSettings,
+  logger: Logger,
+  say: (line: string) => void,
+): Promise<PipelineResult> {
+  const suffix = randomUUID().slice(0, 8);
+  const database = `bench_pipeline_${suffix}`;
+  const topics = { payments: `bench.pipeline.${suffix}`, dlq: `bench.pipeline.${suffix}.dlq` };
+  const scratch = await createScratchDatabase(base.DATABASE_URL, database);
+  const url = scratch.url;
+  const pool = new pg.Pool({ connectionString: url, max: 2 });
+  const kafka = createKafka(base, logger);
+  const kafkaAdmin = kafka.admin();
+  const children: ChildProcess[] = [];
+  try {
+    await migrateUp(url, logger);
+    await kafkaAdmin.connect();
+    await ensureTopics(kafkaAdmin, [topics.payments, topics.dlq], 3);
+    await defineTier(pool, BENCH_TIER);
+    const merchant = await createMerchant(pool, 'bench pipeline', BENCH_TIER.name);
+    const env = {
+      DATABASE_URL: url,
+      KAFKA_TOPIC_PAYMENTS: topics.payments,
+      KAFKA_TOPIC_DLQ: topics.dlq,
+      KAFKA_CONSUMER_GROUP: `bench-pipeline-${suffix}`,
+      REDIS_KEY_PREFIX: `bench:${suffix}:`,
+      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
+      ACQUIRER_SIM_LATENCY_MS: '0',
+      ACQUIRER_SIM_FAILURE_RATE: '0',
+    };
+    const api = await startProcess(serviceEntry('apps/api/main.js'), env, '/healthz');
+    children.push(api.child);
+    const relay = await startProcess(serviceEntry('apps/relay/main.js'), env, '/metrics');
+    children.push(relay.child);
+    const settlement = await startProcess(serviceEntry('apps/settlement/main.js'), env, '/metrics');
+    children.push(settlement.child);
+
+    const body = JSON.stringify({ amount: 1000, currency: 'EUR' });
+    const newPayment = (): Shot => ({
+      method: 'POST',
+      path: '/payments',
+      headers: {
+        authorization: `Bearer ${merchant.apiKey}`,
+        'content-type': 'application/json',
+        'idempotency-key': randomUUID(),
+      },
+      body,
+    });
+    /** Sends at `rate` for `seconds`, waits for settlement, measures that window's payments. */
+    const step = async (rate: number, seconds: number) => {
+      const from = new Date();
+      const result = await constantRate(api.port, rate, seconds, newPayment);
+      const to = new Date();
+      const unsettled = await drain(pool, settings.drainTimeoutMs);
+      return { api: result, settle: { ...(await settleLatency(pool, from, to)), unsettled } };
+    };
+
+    // Warm-up at half the rate: JIT, the connection pools grown, the consumer group joined.
+    const warmRate = Math.max(50, Math.round(settings.settleRate / 2));
+    say(`pipeline warm-up: ${warmRate}/s for 4 s, then drained`);
+    await step(warmRate, 4);
+    say(
+      `pipeline: ${settings.settleRate} payments/s for ${settings.settleSeconds} s, api + relay + settlement`,
+    );
+    const cpu = await startCpuWindow({
+      api: { pids: [api.child.pid ?? 0] },
+      relay: { pids: [relay.child.pid ?? 0] },
+      settlement: { pids: [settlement.child.pid ?? 0] },
+      postgres: { command: 'postgres' },
+      kafka: { command: 'java' },
+      redis: { command: 'redis-server' },
+      'load generator': { pids: [process.pid] },
+    });
+    const started = performance.now();
+    const main = await step(settings.settleRate, settings.settleSeconds);
+    const wallSeconds = Math.round((performance.now() - started) / 100) / 10;
+    const cpuSeconds = await cpu();
+    const sweep: SweepStep[] = [];
+    for (const rate of settings.sweepRates) {
+      say(`sweep: ${rate} payments/s for ${settings.sweepSeconds} s`);
+      sweep.push({ rate, ...(await step(rate, settings.sweepSeconds)) });
+    }
+    const { rows } = await pool.query<{ rows: number; bytes: string }>(
+      `SELECT count(*)::int AS rows, pg_total_relation_size('outbox')::text AS bytes FROM outbox`,
+    );
+    return {
+      settleRate: settings.settleRate,
+      api: main.api,
+      settle: main.settle,
+      sweep,
+      peakRssMb: {
+        api: await peakRssMb(api.child.pid ?? 0),
+        relay: await peakRssMb(relay.child.pid ?? 0),
+        settlement: await peakRssMb(settlement.child.pid ?? 0),
+      },
+      outbox: { rows: rows[0]?.rows ?? 0, bytes: Number(rows[0]?.bytes ?? 0) },
+      cpuSeconds,
+      wallSeconds,
+    };
+  } finally {
+    await Promise.all(children.map(stop));
+    await pool.end();
+    await kafkaAdmin.deleteTopics({ topics: [topics.payments, topics.dlq] }).catch(() => undefined);
+    await kafkaAdmin.disconnect();
+    await deleteKeys(base, logger, `bench:${suffix}:`);
+    await scratch.drop();
+  }
+}
+
+/** Removes the cached responses and locks a run left in Redis (they would live a day). */
+export async function deleteKeys(config: Config, logger: Logger, prefix: string): Promise<void> {
+  const redis: Redis = createRedis(config, logger);
+  try {
+    await redis.connect();
+    await deleteKeysWithPrefix(redis, prefix);
+  } finally {
+    await closeRedis(redis);
+  }
+}
+
+/** Waits until no payment is pending or processing; resolves with how many still are. */
+async function drain(pool: pg.Pool, timeoutMs: number): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { rows } = await pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM payments WHERE status IN ('pending', 'processing')`,
+    );
+    const left = rows[0]?.n ?? 0;
+    if (left === 0 || Date.now() > deadline) return left;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/** Accepted-to-settled percentiles (nearest rank, ms) of the payments created in [from, to]. */
+async function settleLatency(
+  pool: pg.Pool,
+  from: Date,
+  to: Date,
+): Promise<Omit<SettleLatency, 'unsettled'>> {
+  const { rows } = await pool.query<{ n: number; p: (number | null)[] | null; max: number | null }>(
+    `SELECT count(*)::int AS n,
+            percentile_disc(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP (ORDER BY ms) AS p,
+            max(ms) AS max
+       FROM (SELECT extract(epoch FROM updated_at - created_at)::float8 * 1000 AS ms
+               FROM payments WHERE status = 'settled' AND created_at BETWEEN $1 AND $2) t`,
+    [from, to],
+  );
+  const row = rows[0];
+  const round = (value: number | null | undefined) => Math.round((value ?? Number.NaN) * 10) / 10;
+  // Fresh tables have no statistics yet; without them the planner nests loops over the join.
+  await pool.query('ANALYZE payments, outbox, processed_events');
+  const stage = await pool.query<{
+    relay: number[] | null;
+    consumer: number[] | null;
+    worker: number[] | null;
+  }>(
+    `SELECT percentile_disc(ARRAY[0.5, 0.99]) WITHIN GROUP (ORDER BY relay) AS relay,
+            percentile_disc(ARRAY[0.5, 0.99]) WITHIN GROUP (ORDER BY consumer) AS consumer,
+            percentile_disc(ARRAY[0.5, 0.99]) WITHIN GROUP (ORDER BY worker) AS worker
+       FROM (SELECT extract(epoch FROM o.published_at - p.created_at)::float8 * 1000 AS relay,
+                    extract(epoch FROM e.processed_at - o.published_at)::float8 * 1000 AS consumer,
+                    extract(epoch FROM p.updated_at - e.processed_at)::float8 * 1000 AS worker
+               FROM payments p
+               JOIN outbox o ON o.aggregate_id = p.id AND o.event_type = 'payment.created'
+               JOIN processed_events e ON e.payment_id = p.id AND e.event_type = 'payment.created'
+              WHERE p.status = 'settled' AND p.created_at BETWEEN $1 AND $2) t`,
+    [from, to],
+  );
+  const pair = (values: number[] | null | undefined) => ({
+    p50: round(values?.[0]),
+    p99: round(values?.[1]),
+  });
+  const stages = stage.rows[0];
+  return {
+    stages: {
+      relay: pair(stages?.relay),
+      consumer: pair(stages?.consumer),
+      worker: pair(stages?.worker),
+    },
+    payments: row?.n ?? 0,
+    p50: round(row?.p?.[0]),
+    p95: round(row?.p?.[1]),
+    p99: round(row?.p?.[2]),
+    max: round(row?.max),
+  };
+}
+
+/** SIGTERM, then wait for the exit (bounded: SIGKILL after 20 s). */
+function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}

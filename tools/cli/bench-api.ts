@@ -1,0 +1,258 @@
+import { execFile, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdir, mkdtemp, readFile, readdir, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { peakRssMb, ROOT, serviceEntry, startProcess, toolEntry } from '../bench/bench-process.js';
+import { closedLoop, constantRate, type RunResult, type Shot } from '../bench/load.js';
+import { percentile } from '../bench/percentile.js';
+import { paymentPgbenchDefines, paymentPgbenchScript } from '../bench/pgbench-script.js';
+import { createMerchant } from '../../src/merchants/merchant-repository.js';
+import { BENCH_TIER, defineTier } from '../../src/merchants/tier-repository.js';
+import { loadConfig } from '../../src/platform/config.js';
+import { createLogger } from '../../src/platform/logger.js';
+import { migrateUp } from '../../src/platform/migrate.js';
+import { deleteKeys } from '../bench/measure-pipeline.js';
+import { createScratchDatabase, databaseUrlWithName } from '../support/scratch-database.js';
+import { exitOnHelp } from '../support/exit-on-help.js';
+
+/**
+ * `npm run bench:api`: new-payment and replay throughput and latency of the real API process
+ * against the local stack, each next to a reference measured in the same run on this machine:
+ * pgbench running the same SQL statement at the same concurrency, and a bare Express endpoint.
+ * Not a test: it prints a table and writes reports/bench-api-<time>.{json,md}.
+ *
+ * Settings (environment): BENCH_CONCURRENCY (16), BENCH_SECONDS (10), BENCH_LOG_LEVEL (warn).
+ */
+
+exitOnHelp(`usage: npm run bench:api
+New-payment and replay throughput of the API process next to pgbench running the same SQL and a
+bare Express endpoint; writes reports/bench-api-<time>.{json,md}. No arguments.
+Environment: BENCH_CONCURRENCY (16), BENCH_SECONDS (10), BENCH_LOG_LEVEL (warn), PGBENCH.`);
+
+const run = promisify(execFile);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'warn';
+const PGBENCH = process.env.PGBENCH ?? '/usr/lib/postgresql/15/bin/pgbench';
+
+const config = loadConfig();
+const logger = createLogger({ LOG_LEVEL: 'warn', LOG_FORMAT: 'json' });
+const say = (line: string) => process.stderr.write(`[bench] ${line}\n`);
+
+function databaseUrl(name: string): string {
+  return databaseUrlWithName(config.DATABASE_URL, name);
+}
+
+async function pgbench(
+  database: string,
+  merchantId: string,
+  responseBody: string,
+): Promise<RunResult> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'pgbench-'));
+  const script = path.join(dir, 'payment.sql');
+  await writeFile(script, paymentPgbenchScript());
+  const url = new URL(databaseUrl(database));
+  const { stdout } = await run(
+    PGBENCH,
+    [
+      '-n',
+      '-M',
+      'prepared',
+      '-c',
+      String(CONCURRENCY),
+      '-j',
+      '2',
+      '-T',
+      String(SECONDS),
+      ...paymentPgbenchDefines(merchantId, responseBody),
+      '-f',
+      script,
+      '-l',
+      '--log-prefix',
+      path.join(dir, 'log'),
+      '-h',
+      url.hostname,
+      '-p',
+      url.port || '5432',
+      '-U',
+      decodeURIComponent(url.username),
+      database,
+    ],
+    {
+      env: { ...process.env, PGPASSWORD: decodeURIComponent(url.password) },
+      maxBuffer: 16 * 1024 * 1024,
+    },
+  );
+  const tps = Number(/tps = ([\d.]+) \(without initial connection time\)/.exec(stdout)?.[1] ?? 0);
+  // Per-transaction log lines: client_id transaction_no time_us script_no time_epoch time_us_part
+  const latencies: number[] = [];
+  for (const file of (await readdir(dir)).filter((f) => f.startsWith('log'))) {
+    for (const line of (await readFile(path.join(dir, file), 'utf8')).split('\n')) {
+      const micros = Number(line.split(' ')[2]);
+      if (Number.isFinite(micros) && line !== '') latencies.push(micros / 1000);
+    }
+  }
+  latencies.sort((a, b) => a - b);
+  const round = (n: number) => Math.round(n * 100) / 100;
+  return {
+    requests: latencies.length,
+    seconds: SECONDS,
+    perSecond: round(tps),
+    statuses: {},
+    latencyMs: {
+      p50: round(percentile(latencies, 50)),
+      p95: round(percentile(latencies, 95)),
+      p99: round(percentile(latencies, 99)),
+      max: round(latencies[latencies.length - 1] ?? 0),
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  const database = `bench_api_${Date.now().toString(36)}`;
+  const scratch = await createScratchDatabase(config.DATABASE_URL, database);
+  const children: ChildProcess[] = [];
+  const pool = new pg.Pool({ connectionString: databaseUrl(database), max: 2 });
+  // DROP DATABASE ... WITH (FORCE) at the end cuts connections pool.end() has not closed yet.
+  pool.on('error', () => undefined);
+  try {
+    await migrateUp(databaseUrl(database), logger);
+    await defineTier(pool, BENCH_TIER);
+    const merchant = await createMerchant(pool, 'bench', BENCH_TIER.name);
+    const api = await startProcess(
+      serviceEntry('apps/api/main.js'),
+      {
+        DATABASE_URL: databaseUrl(database),
+        LOG_LEVEL,
+        REDIS_KEY_PREFIX: `bench:${database}:`,
+        DATABASE_POOL_MAX: String(Math.max(CONCURRENCY, 4)),
+      },
+      '/healthz',
+    );
+    children.push(api.child);
+    const bare = await startProcess(toolEntry('bench/bare-express.js'), {}, '/');
+    children.push(bare.child);
+
+    const body = JSON.stringify({ amount: 1000, currency: 'EUR' });
+    const headers = (key: string) => ({
+      authorization: `Bearer ${merchant.apiKey}`,
+      'content-type': 'application/json',
+      'idempotency-key': key,
+    });
+    const newPayment = (): Shot => ({
+      method: 'POST',
+      path: '/payments',
+      headers: headers(randomUUID()),
+      body,
+    });
+
+    say(`warm-up (2 s), then ${SECONDS} s per scenario at concurrency ${CONCURRENCY}`);
+    await closedLoop(api.port, CONCURRENCY, 2, newPayment);
+    await closedLoop(bare.port, CONCURRENCY, 2, newPayment);
+
+    say('new payments (closed loop)');
+    const created = await closedLoop(api.port, CONCURRENCY, SECONDS, newPayment);
+    say('pgbench, same statement, same concurrency');
+    const sample = await pool.query<{ response_body: string }>(
+      'SELECT response_body FROM idempotency_keys LIMIT 1',
+    );
+    const reference = await pgbench(database, merchant.id, sample.rows[0]?.response_body ?? '{}');
+    const halfRate = Math.max(1, Math.round(created.perSecond / 2));
+    say(`new payments at half the peak rate (${halfRate}/s, open loop)`);
+    const atHalf = await constantRate(api.port, halfRate, SECONDS, newPayment);
+
+    // Create the keys to replay at the benchmark's own concurrency (a 1,000-connection burst
+    // would measure socket buffers, not the service).
+    const replayKeys = Array.from({ length: 1_000 }, () => randomUUID());
+    const pending = [...replayKeys];
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        for (let key = pending.pop(); key !== undefined; key = pending.pop()) {
+          const res = await fetch(`http://127.0.0.1:${api.port}/payments`, {
+            method: 'POST',
+            headers: headers(key),
+            body,
+          });
+          await res.text();
+        }
+      }),
+    );
+    say('replays (Redis hit, closed loop)');
+    const replays = await closedLoop(api.port, CONCURRENCY, SECONDS, (i) => ({
+      method: 'POST',
+      path: '/payments',
+      headers: headers(replayKeys[i % replayKeys.length] ?? ''),
+      body,
+    }));
+    say('bare Express endpoint (closed loop)');
+    const bareRun = await closedLoop(bare.port, CONCURRENCY, SECONDS, newPayment);
+    const rssMb = await peakRssMb(api.child.pid ?? 0);
+
+    const ratio = (a: number, b: number) => Math.round((a / b) * 1000) / 10;
+    const report = {
+      date: new Date().toISOString(),
+      machine: { cores: (await import('node:os')).cpus().length, node: process.version },
+      settings: { concurrency: CONCURRENCY, seconds: SECONDS, apiLogLevel: LOG_LEVEL },
+      newPayments: created,
+      pgbenchSameStatement: reference,
+      newPaymentsAtHalfPeak: { rate: halfRate, ...atHalf },
+      replays,
+      bareExpress: bareRun,
+      apiPeakRssMb: rssMb,
+      ratios: {
+        newPaymentsVsPgbenchPct: ratio(created.perSecond, reference.perSecond),
+        replaysVsBareExpressPct: ratio(replays.perSecond, bareRun.perSecond),
+      },
+      targets: {
+        newPaymentsVsPgbenchPct: 50,
+        p99AtHalfPeakMs: 25,
+        replaysVsBareExpressPct: 70,
+        apiPeakRssMb: 150,
+      },
+    };
+    const row = (name: string, r: RunResult, ref = '') =>
+      `| ${name} | ${r.perSecond} | ${r.latencyMs.p50} | ${r.latencyMs.p95} | ${r.latencyMs.p99} | ${ref} |`;
+    const table = [
+      `Concurrency ${CONCURRENCY}, ${SECONDS} s per scenario, API log level ${LOG_LEVEL}, ${report.machine.cores} cores, Node ${process.version}.`,
+      '',
+      '| scenario | req/s | p50 ms | p95 ms | p99 ms | vs reference |',
+      '|---|---|---|---|---|---|',
+      row(
+        'new payments (API)',
+        created,
+        `${report.ratios.newPaymentsVsPgbenchPct}% of pgbench (target >= 50%)`,
+      ),
+      row('pgbench, same SQL', reference),
+      row(`new payments at ${halfRate}/s (half peak)`, atHalf, `p99 target <= 25 ms`),
+      row(
+        'replays (Redis hit)',
+        replays,
+        `${report.ratios.replaysVsBareExpressPct}% of bare Express (target >= 70%)`,
+      ),
+      row('bare Express endpoint', bareRun),
+      '',
+      `API peak RSS: ${rssMb} MB (target <= 150 MB). Status codes: new ${JSON.stringify(created.statuses)}, replays ${JSON.stringify(replays.statuses)}.`,
+    ].join('\n');
+    process.stdout.write(`${table}\n`);
+    await mkdir(path.join(ROOT, 'reports'), { recursive: true });
+    const stamp = report.date.replaceAll(':', '-').slice(0, 19);
+    await writeFile(
+      path.join(ROOT, 'reports', `bench-api-${stamp}.json`),
+      JSON.stringify(report, null, 2),
+    );
+    await writeFile(
+      path.join(ROOT, 'reports', `bench-api-${stamp}.md`),
+      `# API benchmark ${report.date}\n\n${table}\n`,
+    );
+  } finally {
+    for (const child of children) child.kill('SIGTERM');
+    await deleteKeys(config, logger, `bench:${database}:`);
+    await pool.end();
+    await scratch.drop();
+  }
+}
+
+await main();

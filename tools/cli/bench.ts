@@ -1,0 +1,361 @@
+import { execFile, spawn } from 'node:child_process';
+import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { ROOT, toolEntry } from '../bench/bench-process.js';
+import { renderLatencyChart } from '../bench/latency-chart.js';
+import type { RunResult } from '../bench/load.js';
+import { measurePipeline, type PipelineResult, type SweepStep } from '../bench/measure-pipeline.js';
+import { loadConfig } from '../../src/platform/config.js';
+import { createLogger } from '../../src/platform/logger.js';
+import { runCli } from '../../src/cli/run-cli.js';
+import { exitOnHelp } from '../support/exit-on-help.js';
+
+/**
+ * `npm run bench`: the benchmark report of BRIEF section 11. Starts the local stack, runs
+ * `bench:api` and `bench:relay` (as they are, as child processes, reading the JSON they leave),
+ * then measures the whole pipeline as three processes (accepted-to-settled latency at 500
+ * payments/s, and a latency-versus-rate sweep), and writes reports/bench-<time>.{md,json,svg}
+ * (and .png when rsvg-convert is installed). Every figure stands next to its reference measured
+ * in the same run, with the target and whether it was met. Targets are reported, never asserted.
+ *
+ * Settings (environment): BENCH_SETTLE_RATE (500), BENCH_SETTLE_SECONDS (20),
+ * BENCH_SWEEP_FRACTIONS of bench:api's peak rate (0.1,0.2,0.3,0.4,0.5,0.75,1), BENCH_SWEEP_SECONDS
+ * (10), and those of bench:api / bench:relay, which it passes on.
+ */
+
+exitOnHelp(`usage: npm run bench
+The benchmark report: starts the local stack, runs bench:api and bench:relay, then the whole
+pipeline as three processes; writes reports/bench-<time>.{md,json,svg}. No arguments.
+Environment: BENCH_SETTLE_RATE (500), BENCH_SETTLE_SECONDS (20), BENCH_SWEEP_FRACTIONS
+(0.1,0.2,0.3,0.4,0.5,0.75,1), BENCH_SWEEP_SECONDS (10), and those of bench:api and bench:relay.`);
+
+const run = promisify(execFile);
+const SETTLE_RATE = Number(process.env.BENCH_SETTLE_RATE ?? 500);
+const SETTLE_SECONDS = Number(process.env.BENCH_SETTLE_SECONDS ?? 20);
+const SWEEP_SECONDS = Number(process.env.BENCH_SWEEP_SECONDS ?? 10);
+const SWEEP_FRACTIONS = (process.env.BENCH_SWEEP_FRACTIONS ?? '0.1,0.2,0.3,0.4,0.5,0.75,1')
+  .split(',')
+  .map(Number)
+  .filter((fraction) => fraction > 0);
+
+const say = (line: string) => process.stderr.write(`[bench] ${line}\n`);
+
+/** The parts of bench:api's JSON report used here (tools/cli/bench-api.ts). */
+interface ApiReport {
+  settings: { concurrency: number; seconds: number };
+  newPayments: RunResult;
+  pgbenchSameStatement: RunResult;
+  newPaymentsAtHalfPeak: RunResult & { rate: number };
+  replays: RunResult;
+  bareExpress: RunResult;
+  apiPeakRssMb: number;
+}
+
+/** bench:relay's JSON line (tools/cli/bench-relay.ts). */
+interface RelayReport {
+  lag: { events: number; achievedRate: number; p50: number; p95: number; p99: number };
+  drain: { rows: number; perSecond: number };
+  raw: { perSecond: number };
+}
+
+interface Row {
+  measure: string;
+  value: string;
+  reference: string;
+  ratio: string;
+  target: string;
+  pass: boolean | null;
+}
+
+/** Runs a compiled bench script; its table goes to our stderr, its stdout is returned. */
+function runBench(entry: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [toolEntry(entry)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      process.stderr.write(chunk);
+    });
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      if (code === 0) resolve(stdout);
+      else reject(new Error(`${entry} exited with ${code}`));
+    });
+  });
+}
+
+/** What else is using the machine: the load average and the busiest other processes. */
+async function machineConditions() {
+  const { stdout } = await run('ps', [
+    '-eo',
+    'pid,ppid,pcpu,rss,args',
+    '--sort=-pcpu',
+    '--no-headers',
+  ]);
+  const mine = new Set([process.pid, process.ppid]);
+  const others = stdout
+    .split('\n')
+    .map((line) => line.trim().split(/\s+/))
+    .filter(([pid, ppid]) => pid && !mine.has(Number(pid)) && Number(ppid) !== process.pid);
+  return {
+    loadAverage: os.loadavg().map((value) => Math.round(value * 100) / 100),
+    // %CPU over each process's lifetime, RSS, command line (cut short).
+    busiest: others
+      .slice(0, 5)
+      .map(([, , cpu, rss, ...args]) => `${cpu}% ${rss} KiB ${args.join(' ').slice(0, 80)}`),
+  };
+}
+
+const ms = (value: number) => `${Math.round(value * 10) / 10} ms`;
+const perSecond = (value: number) => `${Math.round(value).toLocaleString('en')}/s`;
+const percent = (part: number, whole: number) => Math.round((part / whole) * 1000) / 10;
+const latencies = (r: { p50: number; p95: number; p99: number }) =>
+  `p50 ${ms(r.p50)}, p95 ${ms(r.p95)}, p99 ${ms(r.p99)}`;
+
+function rows(api: ApiReport, relay: RelayReport, pipeline: PipelineResult): Row[] {
+  const newVsPg = percent(api.newPayments.perSecond, api.pgbenchSameStatement.perSecond);
+  const replayVsBare = percent(api.replays.perSecond, api.bareExpress.perSecond);
+  const drainVsRaw = percent(relay.drain.perSecond, relay.raw.perSecond);
+  const rss = Math.max(api.apiPeakRssMb, pipeline.peakRssMb.api);
+  return [
+    {
+      measure: `new payments, closed loop, concurrency ${api.settings.concurrency}`,
+      value: `${perSecond(api.newPayments.perSecond)}; ${latencies(api.newPayments.latencyMs)}`,
+      reference: `pgbench, same SQL, same concurrency: ${perSecond(api.pgbenchSameStatement.perSecond)}; ${latencies(api.pgbenchSameStatement.latencyMs)}`,
+      ratio: `${newVsPg}%`,
+      target: '>= 50% of pgbench',
+      pass: newVsPg >= 50,
+    },
+    {
+      measure: `new payments at half the peak (${api.newPaymentsAtHalfPeak.rate}/s, open loop)`,
+      value: latencies(api.newPaymentsAtHalfPeak.latencyMs),
+      reference: '-',
+      ratio: '-',
+      target: 'p99 <= 25 ms',
+      pass: api.newPaymentsAtHalfPeak.latencyMs.p99 <= 25,
+    },
+    {
+      measure: 'replays (Redis hit), closed loop',
+      value: `${perSecond(api.replays.perSecond)}; ${latencies(api.replays.latencyMs)}`,
+      reference: `bare Express JSON endpoint: ${perSecond(api.bareExpress.perSecond)}; ${latencies(api.bareExpress.latencyMs)}`,
+      ratio: `${replayVsBare}%`,
+      target: '>= 70% of bare Express',
+      pass: replayVsBare >= 70,
+    },
+    {
+      measure: `outbox commit-to-Kafka-ack lag at ${Math.round(relay.lag.achievedRate)} payments/s`,
+      value: latencies(relay.lag),
+      reference: '-',
+      ratio: '-',
+      target: 'p99 <= 50 ms at 500/s',
+      pass: relay.lag.p99 <= 50,
+    },
+    {
+      measure: `outbox backlog drain (${relay.drain.rows.toLocaleString('en')} rows)`,
+      value: perSecond(relay.drain.perSecond),
+      reference: `raw kafkajs sendBatch, same records: ${perSecond(relay.raw.perSecond)}`,
+      ratio: `${drainVsRaw}%`,
+      target: '>= 50% of sendBatch',
+      pass: drainVsRaw >= 50,
+    },
+    {
+      measure: `accepted-to-settled at ${pipeline.settleRate} payments/s, zero-latency acquirer (${pipeline.settle.payments} payments)`,
+      value: `${latencies(pipeline.settle)}, max ${ms(pipeline.settle.max)}`,
+      reference: `API at the same time: ${latencies(pipeline.api.latencyMs)}`,
+      ratio: '-',
+      target: 'p99 <= 250 ms at 500/s',
+      pass: pipeline.settle.unsettled === 0 && pipeline.settle.p99 <= 250,
+    },
+    {
+      measure: 'API peak RSS (VmHWM)',
+      value: `${rss} MB`,
+      reference: `bench:api ${api.apiPeakRssMb} MB; pipeline: api ${pipeline.peakRssMb.api}, relay ${pipeline.peakRssMb.relay}, settlement ${pipeline.peakRssMb.settlement} MB`,
+      ratio: '-',
+      target: '<= 150 MB',
+      pass: rss <= 150,
+    },
+    {
+      measure: 'outbox table after the pipeline run',
+      value: `${pipeline.outbox.rows.toLocaleString('en')} rows, ${Math.round(pipeline.outbox.bytes / 1024)} KiB`,
+      reference: 'published rows are kept OUTBOX_RETENTION_SECONDS (1 h), then deleted',
+      ratio: '-',
+      target: 'bounded over a long run (not shown by a short one)',
+      pass: null,
+    },
+  ];
+}
+
+function markdownTable(table: readonly Row[]): string {
+  const verdict = (pass: boolean | null) => (pass === null ? 'n/a' : pass ? 'PASS' : 'FAIL');
+  return [
+    '| measure | value | reference (same run) | ratio | target | result |',
+    '|---|---|---|---|---|---|',
+    ...table.map(
+      (r) =>
+        `| ${r.measure} | ${r.value} | ${r.reference} | ${r.ratio} | ${r.target} | ${verdict(r.pass)} |`,
+    ),
+  ].join('\n');
+}
+
+function sweepTable(pipeline: PipelineResult): string {
+  return [
+    '| offered rate | achieved | API p50 | API p95 | API p99 | non-202 | settled p50 | settled p99 | unsettled after drain wait |',
+    '|---|---|---|---|---|---|---|---|---|',
+    ...pipeline.sweep.map((step) => {
+      const non202 = Object.entries(step.api.statuses)
+        .filter(([status]) => status !== '202')
+        .reduce((sum, [, count]) => sum + count, 0);
+      return `| ${step.rate}/s | ${perSecond(step.api.perSecond)} | ${ms(step.api.latencyMs.p50)} | ${ms(step.api.latencyMs.p95)} | ${ms(step.api.latencyMs.p99)} | ${non202} | ${ms(step.settle.p50)} | ${ms(step.settle.p99)} | ${step.settle.unsettled} |`;
+    }),
+  ].join('\n');
+}
+
+function chart(api: ApiReport, pipeline: PipelineResult): string {
+  // The sweep's steps and the fixed-rate run, in rate order.
+  const steps = [
+    ...pipeline.sweep,
+    { rate: pipeline.settleRate, api: pipeline.api, settle: pipeline.settle },
+  ];
+  steps.sort((a, b) => a.rate - b.rate);
+  const points = (pick: (step: SweepStep) => number) =>
+    steps.map((step) => ({ x: step.rate, y: pick(step) }));
+  return renderLatencyChart(
+    [
+      { name: 'POST /payments p50', color: '#1f77b4', points: points((s) => s.api.latencyMs.p50) },
+      { name: 'POST /payments p99', color: '#ff7f0e', points: points((s) => s.api.latencyMs.p99) },
+      { name: 'accepted-to-settled p99', color: '#2ca02c', points: points((s) => s.settle.p99) },
+    ],
+    {
+      title: 'Latency versus offered rate (api + relay + settlement, one 2-core machine)',
+      xLabel: 'offered rate, new payments per second (open loop)',
+      yLabel: 'latency, ms (log scale)',
+      targets: [
+        { value: 25, label: 'API p99 target at half peak: 25 ms' },
+        { value: 250, label: 'settled p99 target at 500/s: 250 ms' },
+      ],
+      rates: [
+        { value: api.newPaymentsAtHalfPeak.rate, label: 'half of bench:api peak' },
+        { value: pipeline.settleRate, label: `${pipeline.settleRate}/s` },
+      ],
+    },
+  );
+}
+
+async function newestReport(prefix: string, since: Set<string>): Promise<string> {
+  const dir = path.join(ROOT, 'reports');
+  const fresh = (await readdir(dir)).filter(
+    (file) => file.startsWith(prefix) && file.endsWith('.json') && !since.has(file),
+  );
+  const file = fresh.sort().at(-1);
+  if (!file) throw new Error(`no new reports/${prefix}*.json was written`);
+  return readFile(path.join(dir, file), 'utf8');
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger({ LOG_LEVEL: 'error', LOG_FORMAT: 'json' });
+  const started = new Date();
+  const before = await machineConditions();
+  say(`load average ${before.loadAverage.join(' ')}; busiest: ${before.busiest.join(' | ')}`);
+
+  say('stack: scripts/stack.sh start');
+  await run('bash', [path.join(ROOT, 'scripts/stack.sh'), 'start'], { maxBuffer: 16 << 20 });
+  await mkdir(path.join(ROOT, 'reports'), { recursive: true });
+
+  say('bench:api (new payments vs pgbench, replays vs bare Express, RSS)');
+  const existing = new Set(await readdir(path.join(ROOT, 'reports')));
+  await runBench('cli/bench-api.js');
+  const api = JSON.parse(await newestReport('bench-api-', existing)) as ApiReport;
+
+  say('bench:relay (outbox lag at 500/s, drain vs raw sendBatch)');
+  const relayOut = await runBench('cli/bench-relay.js');
+  const relay = JSON.parse(relayOut.trim().split('\n').at(-1) ?? '{}') as RelayReport;
+
+  const peak = api.newPayments.perSecond;
+  const pipeline = await measurePipeline(
+    config,
+    {
+      settleRate: SETTLE_RATE,
+      settleSeconds: SETTLE_SECONDS,
+      sweepRates: SWEEP_FRACTIONS.map((fraction) => Math.max(10, Math.round(peak * fraction))),
+      sweepSeconds: SWEEP_SECONDS,
+      drainTimeoutMs: 120_000,
+    },
+    logger,
+    say,
+  );
+  const after = await machineConditions();
+
+  const table = rows(api, relay, pipeline);
+  const stamp = started.toISOString().replaceAll(':', '-').slice(0, 19);
+  const base = path.join(ROOT, 'reports', `bench-${stamp}`);
+  const conditions = {
+    cores: os.cpus().length,
+    cpu: os.cpus()[0]?.model ?? 'unknown',
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+    node: process.version,
+    loadAverageBefore: before.loadAverage,
+    loadAverageAfter: after.loadAverage,
+    busiestBefore: before.busiest,
+  };
+  const markdown = [
+    `# Benchmark report ${started.toISOString()}`,
+    '',
+    `${conditions.cores} cores (${conditions.cpu}), ${conditions.memoryGiB} GiB, Node ${conditions.node}; ` +
+      'Postgres, Redis, Kafka, the service and the load generators all on this machine. ' +
+      `Load average before ${before.loadAverage.join(' / ')}, after ${after.loadAverage.join(' / ')} (1/5/15 min).`,
+    '',
+    markdownTable(table),
+    '',
+    `## Latency versus rate (api + relay + settlement as three processes, ${SWEEP_SECONDS} s per step)`,
+    '',
+    `![latency versus rate](${path.basename(base)}.svg)`,
+    '',
+    sweepTable(pipeline),
+    '',
+    `Accepted-to-settled at ${pipeline.settleRate}/s by stage (p50 / p99): ` +
+      Object.entries(pipeline.settle.stages)
+        .map(([name, stage]) => `${name} ${ms(stage.p50)} / ${ms(stage.p99)}`)
+        .join(', ') +
+      ' (relay: created to on Kafka; consumer: on Kafka to recorded as a settlement job; worker: job to settled).',
+    '',
+    `CPU used during the ${pipeline.settleRate}/s run (${pipeline.wallSeconds} s from the first request until every payment was terminal; ${conditions.cores} cores = ${Math.round(pipeline.wallSeconds * conditions.cores)} CPU-seconds available): ` +
+      Object.entries(pipeline.cpuSeconds)
+        .map(([part, seconds]) => `${part} ${seconds} s`)
+        .join(', ') +
+      '.',
+    '',
+    'Rates are fractions of the closed-loop peak of bench:api (the API alone); here relay and ' +
+      'settlement share the two cores, so the API saturates earlier.',
+    '',
+    '## Busiest other processes when the run started (ps: lifetime %CPU, RSS, command)',
+    '',
+    ...before.busiest.map((line) => `    ${line}`),
+    '',
+  ].join('\n');
+  await writeFile(`${base}.md`, markdown);
+  await writeFile(
+    `${base}.json`,
+    JSON.stringify(
+      { date: started.toISOString(), conditions, table, api, relay, pipeline },
+      null,
+      2,
+    ),
+  );
+  await writeFile(`${base}.svg`, chart(api, pipeline));
+  const png = await run('rsvg-convert', ['-o', `${base}.png`, `${base}.svg`]).then(
+    () => true,
+    () => false,
+  );
+
+  process.stdout.write(`${markdownTable(table)}\n\n${sweepTable(pipeline)}\n\n`);
+  for (const row of table.filter((r) => r.ratio !== '-'))
+    process.stdout.write(`ratio: ${row.measure}: ${row.ratio} (target ${row.target})\n`);
+  process.stdout.write(`report: ${path.relative(ROOT, base)}.{md,json,svg${png ? ',png' : ''}}\n`);
+}
+
+await runCli('bench', main);

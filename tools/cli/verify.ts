@@ -1,0 +1,112 @@
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig } from '../../src/platform/config.js';
+import { createPool } from '../../src/platform/db.js';
+import { createKafka } from '../../src/platform/kafka.js';
+import { createLogger } from '../../src/platform/logger.js';
+import { formatReport } from '../verify/format-report.js';
+import { verifyPayments } from '../verify/verify-payments.js';
+import type { VerifyScope } from '../verify/verify-scope.js';
+import { waitForDrain } from '../verify/wait-for-drain.js';
+import { UsageError } from '../../src/cli/run-cli.js';
+
+const USAGE = `usage: npm run verify -- [--wait <seconds>] [--grace <seconds>] [--key-prefix <prefix>]
+                         [--since <ISO time>] [--no-kafka] [--json]
+  --wait        first let the pipeline drain for up to this long (default 0)
+  --grace       payments younger than this are not judged on what they lack yet (default 60)
+  --key-prefix  only payments whose Idempotency-Key starts with this (a load test's run id)
+  --since       only payments created at or after this time
+  --no-kafka    check the database and the simulator's books only
+  --json        print the report as one JSON document instead of text
+Exit status: 0 no violation, 1 violations found, 2 could not verify.`;
+
+/**
+ * `npm run verify`: checks the invariants after any run (DESIGN.md section 13) against the
+ * database, the acquirer simulator's books and the Kafka topics named by the usual settings
+ * (DATABASE_URL, KAFKA_BROKERS, KAFKA_TOPIC_PAYMENTS, KAFKA_TOPIC_DLQ).
+ */
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    options: {
+      wait: { type: 'string', default: '0' },
+      grace: { type: 'string', default: '60' },
+      'key-prefix': { type: 'string' },
+      since: { type: 'string' },
+      'no-kafka': { type: 'boolean', default: false },
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const wait = seconds('--wait', values.wait);
+  const graceSeconds = seconds('--grace', values.grace);
+  const scope: VerifyScope = {};
+  if (values['key-prefix'] !== undefined) {
+    if (values['key-prefix'] === '') throw new UsageError('--key-prefix must not be empty');
+    scope.keyPrefix = values['key-prefix'];
+  }
+  if (values.since !== undefined) {
+    const since = new Date(values.since);
+    if (Number.isNaN(since.getTime())) throw new UsageError('--since must be an ISO 8601 time');
+    scope.since = since;
+  }
+
+  const config = loadConfig();
+  const logger = createLogger({ ...config, LOG_LEVEL: 'warn' });
+  const pool = createPool({ ...config, DATABASE_POOL_MAX: 2 }, logger, 'verify');
+  const kafka = values['no-kafka'] ? null : createKafka(config, logger);
+  const admin = kafka?.admin() ?? null;
+  try {
+    if (wait > 0) {
+      const drain = await waitForDrain(pool, scope, wait);
+      process.stderr.write(
+        drain.drained
+          ? `verify: pipeline drained after ${drain.waitedSeconds} s\n`
+          : `verify: still ${drain.unsettled} unsettled payments and ${drain.unpublished} unpublished outbox rows after ${wait} s\n`,
+      );
+    }
+    await admin?.connect();
+    const report = await verifyPayments(
+      {
+        db: pool,
+        ...(kafka && admin
+          ? {
+              kafka: {
+                client: kafka,
+                admin,
+                paymentsTopic: config.KAFKA_TOPIC_PAYMENTS,
+                dlqTopic: config.KAFKA_TOPIC_DLQ,
+              },
+            }
+          : {}),
+      },
+      { scope, graceSeconds, keyTtlSeconds: config.IDEMPOTENCY_KEY_TTL_SECONDS },
+    );
+    process.stdout.write(
+      values.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatReport(report)}\n`,
+    );
+    return report.violations.length === 0 ? 0 : 1;
+  } finally {
+    await admin?.disconnect();
+    await pool.end();
+  }
+}
+
+function seconds(option: string, value: string): number {
+  if (!/^\d+(\.\d+)?$/.test(value)) throw new UsageError(`${option} must be a number of seconds`);
+  return Number(value);
+}
+
+// Not runCli: "could not verify" (2) must not read as "violations found" (1).
+try {
+  process.exitCode = await main();
+} catch (error) {
+  const message = error instanceof Error ? error.message : String(error);
+  if (error instanceof UsageError) process.stderr.write(`${message}\n${USAGE}\n`);
+  else if (error instanceof ConfigError) process.stderr.write(`${message}\n`);
+  else process.stderr.write(`verify failed: ${message}\n`);
+  process.exitCode = 2;
+}

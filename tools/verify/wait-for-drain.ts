@@ -1,0 +1,46 @@
+import type { Queryable } from '../../src/platform/db.js';
+import { scopeCte, scopeParameters, type VerifyScope } from './verify-scope.js';
+
+export interface DrainState {
+  /** Pending payments, and processing ones whose job is still retrying (not dead). */
+  unsettled: number;
+  /** Outbox rows of those payments not yet published (and not parked). */
+  unpublished: number;
+}
+
+export async function readDrainState(db: Queryable, scope: VerifyScope): Promise<DrainState> {
+  const { rows } = await db.query<DrainState>(
+    `WITH ${scopeCte()}
+     SELECT (SELECT count(*) FROM scope s
+              WHERE s.status = 'pending'
+                 OR (s.status = 'processing' AND NOT EXISTS (
+                      SELECT 1 FROM settlement_jobs j WHERE j.payment_id = s.id AND j.state = 'dead'))
+            )::int AS unsettled,
+            (SELECT count(*) FROM outbox o JOIN scope s ON s.id = o.aggregate_id
+              WHERE o.published_at IS NULL AND o.parked_at IS NULL)::int AS unpublished`,
+    scopeParameters(scope),
+  );
+  return rows[0] ?? { unsettled: 0, unpublished: 0 };
+}
+
+/**
+ * Lets the pipeline finish before judging it: polls until every payment in scope is terminal or
+ * dead-lettered and every outbox row is published, or `seconds` have passed. Resolves with the
+ * last state seen and how long it waited.
+ */
+export async function waitForDrain(
+  db: Queryable,
+  scope: VerifyScope,
+  seconds: number,
+  pollMs = 500,
+): Promise<DrainState & { drained: boolean; waitedSeconds: number }> {
+  const started = Date.now();
+  for (;;) {
+    const state = await readDrainState(db, scope);
+    const waitedSeconds = Math.round((Date.now() - started) / 100) / 10;
+    const drained = state.unsettled === 0 && state.unpublished === 0;
+    if (drained || Date.now() - started >= seconds * 1000)
+      return { ...state, drained, waitedSeconds };
+    await new Promise((resolve) => setTimeout(resolve, pollMs));
+  }
+}
