@@ -70,7 +70,10 @@ describe('health endpoints', () => {
       expect(body).toEqual({ status: 'ok' });
       expect(elapsedMs).toBeLessThan(250);
 
-      const ready = await fetch(isolated.url('/readyz'));
+      const publicReady = await fetch(isolated.url('/readyz'));
+      expect(publicReady.status).toBe(503);
+      expect(await publicReady.json()).toEqual({ status: 'not_ready' });
+      const ready = await fetch(isolated.internal('/readyz'));
       const report = (await ready.json()) as { checks: { name: string; status: string }[] };
       expect(ready.status).toBe(503);
       expect(report.checks.map((c) => [c.name, c.status])).toEqual([
