@@ -5,7 +5,8 @@
 #
 # - k6: $K6, else .stack/bin/k6 (scripts/install-k6.sh), else k6 on PATH.
 # - API_KEYS: when unset, creates MERCHANTS (2) merchants in DATABASE_URL's database with
-#   dist/cli/merchant-create.js (the same as `npm run merchant:create`).
+#   dist/cli/merchant-create.js (the same as `npm run merchant:create`), on the `bench` tier
+#   (defined here, the widest the tiers table allows) so the load is not rate limited.
 # - RUN_ID: when unset, k6-<scenario>-<time>; every Idempotency-Key of the run starts with it.
 # - The k6 summary is saved to reports/k6-<RUN_ID without k6->.json; no usage report is sent.
 # - VERIFY=1: afterwards runs `npm run verify -- --wait $VERIFY_WAIT --key-prefix $RUN_ID`
@@ -36,9 +37,11 @@ fi
 export RUN_ID="${RUN_ID:-k6-$scenario-$(date +%Y%m%d-%H%M%S)}"
 if [[ -z ${API_KEYS:-} ]]; then
   npm run -s build
+  # Load tests measure the API, not the limit: their merchants get the widest tier.
+  node dist/cli/merchant-tier.js --define bench --rate 1000000 --burst 10000000 >/dev/null
   keys=()
   for ((i = 1; i <= ${MERCHANTS:-2}; i++)); do
-    keys+=("$(node dist/cli/merchant-create.js --name "$RUN_ID merchant $i" |
+    keys+=("$(node dist/cli/merchant-create.js --name "$RUN_ID merchant $i" --tier bench |
       node -e 'process.stdout.write(JSON.parse(require("fs").readFileSync(0, "utf8")).api_key)')")
   done
   API_KEYS="$(IFS=,; echo "${keys[*]}")"

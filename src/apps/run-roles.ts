@@ -1,8 +1,9 @@
 import { ConfigError, loadConfig } from '../platform/config.js';
 import { createLogger } from '../platform/logger.js';
-import { startMetricsServer } from '../platform/metrics-server.js';
+import { startInternalServer } from '../platform/internal-server.js';
 import { createPlatform } from '../platform/platform.js';
 import { guardLogin } from '../platform/privileged-login.js';
+import { checkReadiness } from '../platform/readiness.js';
 import { registerShutdown } from '../platform/shutdown.js';
 import { startApi } from './api/start-api.js';
 import { startRelay } from './relay/start-relay.js';
@@ -55,12 +56,17 @@ export async function runRoles(roles: readonly RoleName[]): Promise<void> {
       });
     }
     for (const role of roles) running.push(await starters[role](platform));
-    // The API serves /metrics itself; every other process gets a metrics-only server.
-    if (!roles.includes('api')) {
-      running.push(
-        await startMetricsServer({ host: config.HOST, port: config.METRICS_PORT }, logger),
-      );
-    }
+    // Every process, the API included, serves /metrics and the detailed /readyz internally.
+    running.push(
+      await startInternalServer(
+        {
+          host: config.INTERNAL_HOST,
+          port: config.METRICS_PORT,
+          readiness: () => checkReadiness(platform.checks, config.READINESS_TIMEOUT_MS),
+        },
+        logger,
+      ),
+    );
   } catch (error) {
     logger.fatal({ err: error }, 'start-up failed');
     await Promise.allSettled(running.map((role) => role.close()));

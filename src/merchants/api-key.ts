@@ -3,6 +3,13 @@ import { createHash, randomBytes } from 'node:crypto';
 /** Recognisable in logs and secret scanners; the rest is 256 random bits. */
 const API_KEY_PREFIX = 'sk_';
 
+/**
+ * Characters of a key shown for display, at each end: "sk_" and four random characters, and
+ * the last four. The 35 hidden characters still hold 210 random bits.
+ */
+const DISPLAY_PREFIX_LENGTH = API_KEY_PREFIX.length + 4;
+const DISPLAY_SUFFIX_LENGTH = 4;
+
 export function generateApiKey(): string {
   return `${API_KEY_PREFIX}${randomBytes(32).toString('base64url')}`;
 }
@@ -13,4 +20,12 @@ export function generateApiKey(): string {
  */
 export function hashApiKey(apiKey: string): Buffer {
   return createHash('sha256').update(apiKey).digest();
+}
+
+/** What may be shown of a key after its creation: enough to tell keys apart, not to use one. */
+export function displayParts(apiKey: string): { prefix: string; lastFour: string } {
+  return {
+    prefix: apiKey.slice(0, DISPLAY_PREFIX_LENGTH),
+    lastFour: apiKey.slice(-DISPLAY_SUFFIX_LENGTH),
+  };
 }

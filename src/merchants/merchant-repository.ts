@@ -1,34 +1,104 @@
 import { v7 as uuidv7 } from 'uuid';
-import type { Queryable } from '../platform/db.js';
-import { generateApiKey, hashApiKey } from './api-key.js';
+import { withTransaction, type Pool, type Queryable } from '../platform/db.js';
+import { hashApiKey } from './api-key.js';
+import { createApiKey } from './api-key-repository.js';
+
+/** A merchant's rate-limit tier: a token bucket of `ratePerSecond` sustained, `burst` at once. */
+export interface Tier {
+  name: string;
+  ratePerSecond: number;
+  burst: number;
+}
 
 export interface Merchant {
   id: string;
   name: string;
+  tier: Tier;
 }
 
-/** Creates a merchant; the plain API key is returned once and never stored. */
+/** The tier every new merchant gets unless told otherwise (seeded by migration 0008). */
+export const DEFAULT_TIER = 'default';
+
+/**
+ * Creates a merchant and its first API key in one transaction (a failure leaves neither); the
+ * plain key is returned once and never stored.
+ */
 export async function createMerchant(
-  db: Queryable,
+  pool: Pool,
   name: string,
-): Promise<Merchant & { apiKey: string; createdAt: Date }> {
-  const id = uuidv7();
-  const apiKey = generateApiKey();
-  const { rows } = await db.query<{ created_at: Date }>(
-    'INSERT INTO merchants (id, name, api_key_hash) VALUES ($1, $2, $3) RETURNING created_at',
-    [id, name, hashApiKey(apiKey)],
-  );
-  return { id, name, apiKey, createdAt: rows[0]?.created_at ?? new Date() };
+  tier: string = DEFAULT_TIER,
+): Promise<NewMerchant> {
+  return withTransaction(pool, async (client) => {
+    const id = uuidv7();
+    const { rows } = await client.query<{ created_at: Date }>(
+      'INSERT INTO merchants (id, name, tier) VALUES ($1, $2, $3) RETURNING created_at',
+      [id, name, tier],
+    );
+    const key = await createApiKey(client, id, { label: 'initial' });
+    return {
+      id,
+      name,
+      tier,
+      apiKey: key.apiKey,
+      apiKeyId: key.id,
+      createdAt: rows[0]?.created_at ?? new Date(),
+    };
+  });
 }
 
+export interface NewMerchant {
+  id: string;
+  name: string;
+  tier: string;
+  apiKey: string;
+  apiKeyId: string;
+  createdAt: Date;
+}
+
+/** Moves a merchant to another tier; false when the merchant does not exist. */
+export async function setMerchantTier(
+  db: Queryable,
+  merchantId: string,
+  tier: string,
+): Promise<boolean> {
+  const { rowCount } = await db.query('UPDATE merchants SET tier = $2 WHERE id = $1', [
+    merchantId,
+    tier,
+  ]);
+  return rowCount === 1;
+}
+
+/**
+ * The merchant of a live key (not revoked, not expired) with its tier, and when the key
+ * expires so a cache never keeps it longer.
+ */
 export async function findMerchantByApiKey(
   db: Queryable,
   apiKey: string,
-): Promise<Merchant | null> {
-  const { rows } = await db.query<Merchant>({
+): Promise<(Merchant & { keyExpiresAt: Date | null }) | null> {
+  const { rows } = await db.query<{
+    id: string;
+    name: string;
+    tier: string;
+    rate_per_second: number;
+    burst: number;
+    expires_at: Date | null;
+  }>({
     name: 'merchants.find-by-key',
-    text: 'SELECT id, name FROM merchants WHERE api_key_hash = $1',
+    text: `SELECT m.id, m.name, t.name AS tier, t.rate_per_second, t.burst, k.expires_at
+           FROM api_keys k
+           JOIN merchants m ON m.id = k.merchant_id
+           JOIN rate_limit_tiers t ON t.name = m.tier
+           WHERE k.key_hash = $1 AND k.revoked_at IS NULL
+             AND (k.expires_at IS NULL OR k.expires_at > now())`,
     values: [hashApiKey(apiKey)],
   });
-  return rows[0] ?? null;
+  const row = rows[0];
+  if (!row) return null;
+  return {
+    id: row.id,
+    name: row.name,
+    tier: { name: row.tier, ratePerSecond: row.rate_per_second, burst: row.burst },
+    keyExpiresAt: row.expires_at,
+  };
 }

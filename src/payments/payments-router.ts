@@ -2,21 +2,18 @@ import { isUtf8 } from 'node:buffer';
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
 import type { z } from 'zod';
 import { parseIdempotencyKey } from '../idempotency/idempotency-key-header.js';
-import type { Authenticate } from '../merchants/authenticator.js';
 import type { Merchant } from '../merchants/merchant-repository.js';
 import { ApiError } from '../http/api-error.js';
 import { INVALID_UTF8 } from '../http/error-handler.js';
-import type { RateLimiter } from '../http/rate-limiter.js';
 import type { Queryable } from '../platform/db.js';
 import type { CreatePayment } from './create-payment.js';
 import { toPaymentResource } from './payment-resource.js';
 import { findPayment, listPayments } from './payment-repository.js';
 import { createPaymentBodySchema, listPaymentsQuerySchema } from './payment-schemas.js';
+import { paymentsGate, type PaymentsGateDeps } from './payments-gate.js';
 
-export interface PaymentsRouterDeps {
+export interface PaymentsRouterDeps extends PaymentsGateDeps {
   db: Queryable;
-  authenticate: Authenticate;
-  rateLimit: RateLimiter;
   createPayment: CreatePayment;
   bodyLimitBytes: number;
 }
@@ -28,22 +25,6 @@ interface Authenticated {
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** Every /payments request: a known merchant within its rate limit, bound to the log context. */
-export function authenticateMerchant(deps: Pick<PaymentsRouterDeps, 'authenticate' | 'rateLimit'>) {
-  return async (req: Request, res: Response, next: NextFunction) => {
-    const merchant = await authenticate(deps.authenticate, req.headers.authorization);
-    const limited = deps.rateLimit(merchant.id);
-    if (!limited.allowed) {
-      throw new ApiError('rate_limited', 'Too many requests for this API key; slow down.', {
-        headers: { 'Retry-After': String(limited.retryAfterSeconds) },
-      });
-    }
-    (res.locals as Authenticated).merchant = merchant;
-    req.ctx.bind({ merchant_id: merchant.id });
-    next();
-  };
-}
 
 /** POST /payments before its body is read: a valid Idempotency-Key and a JSON content type. */
 export function requireKeyAndJson(req: Request, res: Response, next: NextFunction): void {
@@ -144,7 +125,7 @@ export function paymentsRouter(deps: PaymentsRouterDeps): Router {
   // Before authentication: a method the path does not have is 405 whoever asks.
   router.all('/payments', allowOnly('GET, HEAD, POST'));
   router.all('/payments/:id', allowOnly('GET, HEAD'));
-  router.use('/payments', authenticateMerchant(deps));
+  router.use('/payments', paymentsGate(deps));
   router.post('/payments', requireKeyAndJson, parseJson, createPaymentHandler(deps.createPayment));
   router.get('/payments/:id', getPaymentHandler(deps.db));
   router.get('/payments', listPaymentsHandler(deps.db));
@@ -183,16 +164,6 @@ function refuseReservedMetadataKeys(body: unknown): void {
       errors: [{ path: 'metadata.__proto__', message: 'keys must not be __proto__' }],
     });
   }
-}
-
-async function authenticate(auth: Authenticate, header: string | undefined): Promise<Merchant> {
-  // The scheme is case-insensitive (RFC 9110 section 11.1).
-  const match = /^Bearer +([\x21-\x7e]{1,200})$/i.exec(header ?? '');
-  const merchant = match?.[1] ? await auth(match[1]) : null;
-  if (!merchant) {
-    throw new ApiError('unauthorized', 'Send a valid API key as Authorization: Bearer <key>.');
-  }
-  return merchant;
 }
 
 export function validate<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 
 /**
@@ -78,7 +79,7 @@ export const configSchema = z.object({
   )
     .default('postgres://payments:payments@127.0.0.1:5432/payments')
     .describe(
-      "Postgres connection URL of the process's own login (never echoed in errors: it may carry a password).",
+      "Postgres connection URL of the process's own login (never echoed in errors: it may carry a password); or `DATABASE_URL_FILE` naming a file that holds it.",
     ),
   /**
    * The login that runs migrations and owns the tables; `npm run migrate` uses it (DATABASE_URL
@@ -124,7 +125,9 @@ export const configSchema = z.object({
     ),
   REDIS_URL: urlWithProtocol(['redis:', 'rediss:'], 'redis://host:6379')
     .default('redis://127.0.0.1:6379')
-    .describe('Redis connection URL (response cache and idempotency locks).'),
+    .describe(
+      'Redis connection URL (response cache, idempotency locks, rate limits); or `REDIS_URL_FILE` naming a file that holds it.',
+    ),
   /**
    * Redis answers in well under a millisecond; a command still unanswered after this long means
    * a frozen or partitioned Redis, and the request goes on without it (REDIS_FAILURE_MODE).
@@ -229,20 +232,39 @@ export const configSchema = z.object({
     .describe(
       'Longest a client may take to send the whole request, body included (then 408); >= the headers timeout.',
     ),
-  /** Per merchant and per process; sized above what one merchant's integration needs. */
-  RATE_LIMIT_PER_SECOND: integer(1, 1_000_000)
-    .default(2_000)
-    .describe('Token-bucket refill rate per merchant, per process (over it: 429).'),
-  /** Lets a client flush a short backlog (a retry storm) without being throttled. */
-  RATE_LIMIT_BURST: integer(1, 1_000_000)
-    .default(4_000)
-    .describe('Token-bucket size per merchant, per process.'),
+  /**
+   * Bound of every rate-limit call to Redis: a frozen Redis must not stall requests (the
+   * gray-failure bound, 100-250 ms); past it the process limits on its own until Redis answers.
+   */
+  RATE_LIMIT_REDIS_TIMEOUT_MS: integer(10, 5_000)
+    .default(150)
+    .describe(
+      'Bound of each rate-limit call to Redis; past it the process limits from its own memory.',
+    ),
+  /**
+   * Failed authentications per client address (checked before any lookup): one a second
+   * sustained makes guessing keys pointless, and...
+   */
+  RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: integer(1, 1_000_000)
+    .default(60)
+    .describe('Failed authentications allowed per client address per minute (over it: 429).'),
+  /** ...a burst of 20 forgives a misconfigured client's first retries. */
+  RATE_LIMIT_UNAUTHENTICATED_BURST: integer(1, 1_000_000)
+    .default(20)
+    .describe('Failed authentications a client address may make in a burst.'),
   /** A revoked API key stops working within this long; keeps Postgres off the replay path. */
   AUTH_CACHE_TTL_MS: integer(0, 3_600_000)
     .default(30_000)
     .describe(
       'How long an API key lookup is cached in memory (a revoked key works this long); 0 disables.',
     ),
+  /**
+   * An unknown key is answered from memory for this long: a client repeating a wrong key costs
+   * one lookup per interval. Keys are random, so no key can be created during its negative entry.
+   */
+  AUTH_NEGATIVE_CACHE_TTL_MS: integer(0, 3_600_000)
+    .default(10_000)
+    .describe('How long an unknown API key is answered from memory (401); 0 disables.'),
   /** When Postgres is unavailable, clients are told to come back after this many seconds. */
   UNAVAILABLE_RETRY_AFTER_SECONDS: integer(1, 3_600)
     .default(2)
@@ -312,10 +334,21 @@ export const configSchema = z.object({
   SHUTDOWN_TIMEOUT_MS: integer(100, 120_000)
     .default(15_000)
     .describe('Bound of a graceful shutdown after SIGTERM/SIGINT.'),
-  /** Processes without the API serve /metrics here; 9464 is the usual Prometheus exporter port. */
+  /**
+   * The internal listener of every process (API included): /metrics, the detailed /readyz and
+   * /healthz. 9464 is the usual Prometheus exporter port; 0 picks a free port (logged).
+   */
   METRICS_PORT: integer(0, 65535)
     .default(9464)
-    .describe('Port of `/metrics` in processes without the API (0 picks one and logs it).'),
+    .describe(
+      'Port of the internal listener of every process: `/metrics`, detailed `/readyz`, `/healthz` (0 picks one and logs it).',
+    ),
+  /** Loopback by default: metrics and dependency detail are for the node's agents, not the public. */
+  INTERNAL_HOST: z
+    .string()
+    .min(1)
+    .default('127.0.0.1')
+    .describe("Address the internal listener binds (loopback: for the node's agents only)."),
   /** Rows per claim-publish-mark round: amortises the round trips, still one fast produce request. */
   RELAY_BATCH_SIZE: integer(1, 10_000)
     .default(500)
@@ -355,22 +388,90 @@ export class ConfigError extends Error {
 }
 
 /**
+ * Settings that may carry credentials. Each can instead be read from the file named by
+ * `<NAME>_FILE` (the container-secrets convention); setting both is an error.
+ */
+export const FILE_SETTINGS = ['DATABASE_URL', 'REDIS_URL'] as const;
+
+/**
+ * The development stack's own user:password pairs (scripts/stack.sh, docker-compose.yml, the
+ * defaults above). Anyone who read this repository knows them, so production refuses them.
+ */
+export const BUILT_IN_CREDENTIALS: readonly string[] = ['payments:payments'];
+
+/**
  * Parses the environment. Empty strings count as unset so `FOO= npm start` takes the default
  * instead of failing on "" - the behaviour most shells and .env files lead users to expect.
+ * `readFile` is injectable for tests.
  */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  readFile: (path: string) => string = (path) => readFileSync(path, 'utf8'),
+): Config {
   const present: Record<string, string> = {};
   for (const key of Object.keys(configSchema.shape)) {
     const value = env[key];
     if (value !== undefined && value !== '') present[key] = value;
   }
+  for (const name of FILE_SETTINGS) {
+    const file = env[`${name}_FILE`];
+    if (file === undefined || file === '') continue;
+    if (present[name] !== undefined) {
+      throw new ConfigError(name, `and ${name}_FILE are both set; set only one`);
+    }
+    present[name] = readSecretFile(`${name}_FILE`, file, readFile);
+  }
   const result = configSchema.safeParse(present);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  const variable = issue?.path[0]?.toString() ?? 'environment';
-  const given = present[variable];
-  const shown = given === undefined || isSecret(variable) ? '' : ` (got ${JSON.stringify(given)})`;
-  throw new ConfigError(variable, `${issue?.message ?? 'is invalid'}${shown}`);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    const variable = issue?.path[0]?.toString() ?? 'environment';
+    const given = present[variable];
+    const shown =
+      given === undefined || isSecret(variable) ? '' : ` (got ${JSON.stringify(given)})`;
+    throw new ConfigError(variable, `${issue?.message ?? 'is invalid'}${shown}`);
+  }
+  const config = result.data;
+  if (config.RATE_LIMIT_UNAUTHENTICATED_BURST * 60 < config.RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE) {
+    throw new ConfigError(
+      'RATE_LIMIT_UNAUTHENTICATED_BURST',
+      "must hold at least one second's worth of RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE",
+    );
+  }
+  if (config.NODE_ENV === 'production') {
+    for (const name of FILE_SETTINGS) {
+      if (usesBuiltInCredentials(config[name])) {
+        throw new ConfigError(
+          name,
+          'uses the built-in development credentials, refused with NODE_ENV=production',
+        );
+      }
+    }
+  }
+  return config;
+}
+
+/** The file's content without its trailing newline (what `echo url > file` leaves). */
+function readSecretFile(
+  variable: string,
+  file: string,
+  readFile: (path: string) => string,
+): string {
+  let content: string;
+  try {
+    content = readFile(file);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'read error';
+    throw new ConfigError(variable, `names a file that cannot be read (${code}: ${file})`);
+  }
+  const value = content.replace(/\r?\n$/, '');
+  if (value === '') throw new ConfigError(variable, `names an empty file (${file})`);
+  return value;
+}
+
+function usesBuiltInCredentials(url: string): boolean {
+  const parsed = new URL(url);
+  const pair = `${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`;
+  return BUILT_IN_CREDENTIALS.includes(pair);
 }
 
 /** URLs may carry passwords: never echo them back in an error line. */

@@ -1,20 +1,15 @@
 import { Router, type Request, type Response } from 'express';
 import { ApiError } from '../http/api-error.js';
 import type { Merchant } from '../merchants/merchant-repository.js';
-import {
-  authenticateMerchant,
-  jsonBody,
-  requireKeyAndJson,
-  validate,
-  type PaymentsRouterDeps,
-} from '../payments/payments-router.js';
+import { jsonBody, requireKeyAndJson, validate } from '../payments/payments-router.js';
+import { paymentsGate, type PaymentsGateDeps } from '../payments/payments-gate.js';
 import type { Queryable } from '../platform/db.js';
 import type { CreateRefund } from './create-refund.js';
 import { findRefund, listRefunds } from './refund-repository.js';
 import { toRefundResource } from './refund-resource.js';
 import { createRefundBodySchema, listRefundsQuerySchema } from './refund-schemas.js';
 
-export interface RefundsRouterDeps extends Pick<PaymentsRouterDeps, 'authenticate' | 'rateLimit'> {
+export interface RefundsRouterDeps extends PaymentsGateDeps {
   db: Queryable;
   createRefund: CreateRefund;
   bodyLimitBytes: number;
@@ -84,7 +79,7 @@ function listRefundsHandler(db: Queryable) {
  */
 export function refundsRouter(deps: RefundsRouterDeps): Router {
   const router = Router();
-  router.use(['/payments/:id/refunds', '/refunds'], authenticateMerchant(deps));
+  router.use(['/payments/:id/refunds', '/refunds'], paymentsGate(deps));
   router.post(
     '/payments/:id/refunds',
     requireKeyAndJson,

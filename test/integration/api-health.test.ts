@@ -1,14 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi } from '../../src/apps/api/start-api.js';
 import type { RunningRole } from '../../src/apps/running-role.js';
+import { startInternalServer, type InternalServer } from '../../src/platform/internal-server.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { createPlatform, type Platform } from '../../src/platform/platform.js';
+import { checkReadiness } from '../../src/platform/readiness.js';
 import { testConfig } from '../support/isolation.js';
 
 interface Served {
   platform: Platform;
   api: RunningRole & { port: number };
+  internalServer: InternalServer;
   url: (path: string) => string;
+  /** The internal listener, as run-roles starts it next to every role. */
+  internal: (path: string) => string;
 }
 
 async function serve(
@@ -18,10 +23,25 @@ async function serve(
   const config = testConfig(overrides);
   const platform = await createPlatform(config, createLogger(config), options);
   const api = await startApi(platform);
-  return { platform, api, url: (path) => `http://127.0.0.1:${api.port}${path}` };
+  const internalServer = await startInternalServer(
+    {
+      host: '127.0.0.1',
+      port: 0,
+      readiness: () => checkReadiness(platform.checks, config.READINESS_TIMEOUT_MS),
+    },
+    platform.logger,
+  );
+  return {
+    platform,
+    api,
+    internalServer,
+    url: (path) => `http://127.0.0.1:${api.port}${path}`,
+    internal: (path) => `http://127.0.0.1:${internalServer.port}${path}`,
+  };
 }
 
 async function stop(served: Served) {
+  await served.internalServer.close();
   await served.api.close();
   await served.platform.close();
 }
@@ -53,7 +73,10 @@ describe('health endpoints', () => {
       expect(body).toEqual({ status: 'ok' });
       expect(elapsedMs).toBeLessThan(250);
 
-      const ready = await fetch(isolated.url('/readyz'));
+      const publicReady = await fetch(isolated.url('/readyz'));
+      expect(publicReady.status).toBe(503);
+      expect(await publicReady.json()).toEqual({ status: 'not_ready' });
+      const ready = await fetch(isolated.internal('/readyz'));
       const report = (await ready.json()) as { checks: { name: string; status: string }[] };
       expect(ready.status).toBe(503);
       expect(report.checks.map((c) => [c.name, c.status])).toEqual([
@@ -66,8 +89,14 @@ describe('health endpoints', () => {
     }
   });
 
-  it('when Postgres, Redis and Kafka answer, then /readyz is 200 and lists all three as up', async () => {
+  it('when Postgres, Redis and Kafka answer, then the public /readyz is 200 and says only "ready"', async () => {
     const res = await fetch(healthy.url('/readyz'));
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ status: 'ready' });
+  });
+
+  it('when Postgres, Redis and Kafka answer, then the internal /readyz is 200 and lists all three as up', async () => {
+    const res = await fetch(healthy.internal('/readyz'));
     const body = (await res.json()) as {
       status: string;
       checks: { name: string; status: string }[];
@@ -85,7 +114,7 @@ describe('health endpoints', () => {
     // The API takes payments through the outbox whether Kafka is up or not (DESIGN 62).
     const apiOnly = await serve({ KAFKA_BROKERS: '127.0.0.1:1' }, { kafka: false });
     try {
-      const res = await fetch(apiOnly.url('/readyz'));
+      const res = await fetch(apiOnly.internal('/readyz'));
       const body = (await res.json()) as { checks: { name: string; status: string }[] };
       expect(res.status).toBe(200);
       expect(body.checks.map((c) => [c.name, c.status])).toEqual([
@@ -97,10 +126,13 @@ describe('health endpoints', () => {
     }
   });
 
-  it('when Redis is unreachable, then /readyz is 503 and names redis as down', async () => {
+  it('when Redis is unreachable, then the public /readyz is 503 without detail and the internal one names redis as down', async () => {
     const broken = await serve({ REDIS_URL: 'redis://127.0.0.1:1', READINESS_TIMEOUT_MS: '500' });
     try {
-      const res = await fetch(broken.url('/readyz'));
+      const open = await fetch(broken.url('/readyz'));
+      expect(open.status).toBe(503);
+      expect(await open.json()).toEqual({ status: 'not_ready' });
+      const res = await fetch(broken.internal('/readyz'));
       const body = (await res.json()) as { checks: { name: string; status: string }[] };
       expect(res.status).toBe(503);
       expect(body.checks.find((c) => c.name === 'redis')?.status).toBe('down');
@@ -110,13 +142,13 @@ describe('health endpoints', () => {
     }
   });
 
-  it('when Postgres is unreachable, then /readyz is 503 and names postgres as down', async () => {
+  it('when Postgres is unreachable, then the internal /readyz is 503 and names postgres as down', async () => {
     const broken = await serve({
       DATABASE_URL: 'postgres://payments:payments@127.0.0.1:1/payments',
       READINESS_TIMEOUT_MS: '500',
     });
     try {
-      const res = await fetch(broken.url('/readyz'));
+      const res = await fetch(broken.internal('/readyz'));
       const body = (await res.json()) as { checks: { name: string; status: string }[] };
       expect(res.status).toBe(503);
       expect(body.checks.find((c) => c.name === 'postgres')?.status).toBe('down');
@@ -147,11 +179,22 @@ describe('health endpoints', () => {
     expect(await res.text()).toContain('asyncapi: 3.0.0');
   });
 
-  it('when /metrics is requested, then Prometheus text with process metrics is served', async () => {
-    const res = await fetch(healthy.url('/metrics'));
+  it('when /metrics is requested on the internal listener, then Prometheus text with process metrics is served', async () => {
+    const res = await fetch(healthy.internal('/metrics'));
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/plain');
     expect(await res.text()).toContain('process_resident_memory_bytes');
+  });
+
+  it('when /metrics is requested on the public port, then it is not there (404)', async () => {
+    expect((await fetch(healthy.url('/metrics'))).status).toBe(404);
+  });
+
+  it('when the internal listener gets a path it does not serve, then 404; another method, 405', async () => {
+    expect((await fetch(healthy.internal('/payments'))).status).toBe(404);
+    const post = await fetch(healthy.internal('/metrics'), { method: 'POST' });
+    expect(post.status).toBe(405);
+    expect(post.headers.get('allow')).toBe('GET');
   });
 
   it('when a route does not exist, then the answer is a problem+json 404', async () => {

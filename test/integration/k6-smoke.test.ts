@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BENCH_TIER, defineTier } from '../../src/merchants/tier-repository.js';
 import type { VerifyReport } from '../../tools/verify/verify-payments.js';
 import { createTestDatabase, uniqueSuffix, type TestDatabase } from '../support/isolation.js';
 import { REPO_ROOT } from '../support/services.js';
@@ -65,7 +66,12 @@ describe.runIf(k6 !== null || inCi)('k6 duplicate-charge storm (smoke)', () => {
         k6,
         'CI is set but k6 is not installed: .ci/run must run scripts/install-k6.sh',
       ).not.toBeNull();
-      const merchants = [await api.merchant('smoke a'), await api.merchant('smoke b')];
+      // A storm measures idempotency, not the rate limit: the widest tier.
+      await defineTier(db.pool, BENCH_TIER);
+      const merchants = [
+        await api.merchant('smoke a', BENCH_TIER.name),
+        await api.merchant('smoke b', BENCH_TIER.name),
+      ];
       const runId = `smoke-${uniqueSuffix()}`;
       const summaryFile = path.join(workDir, 'summary.json');
       const k6Run = await promisify(execFile)(

@@ -39,12 +39,18 @@ function expectProblem(res: Answer, status: number, code: string) {
 /** Sends a request expected to be rejected and asserts that it wrote nothing anywhere. */
 async function rejected(options: Omit<PostOptions, 'apiKey'> & { apiKey?: string }) {
   const before = await countWrites(db);
-  const cachedBefore = await api.platform.redis.keys(`${api.platform.config.REDIS_KEY_PREFIX}*`);
+  const cachedBefore = await idempotencyKeysInRedis();
   const res = await postPayment(api, { apiKey, ...options });
   expect(await countWrites(db)).toEqual(before);
-  const cachedAfter = await api.platform.redis.keys(`${api.platform.config.REDIS_KEY_PREFIX}*`);
-  expect(cachedAfter.sort()).toEqual(cachedBefore.sort());
+  expect((await idempotencyKeysInRedis()).sort()).toEqual(cachedBefore.sort());
   return res;
+}
+
+/** Every key this API wrote to Redis except its rate-limit buckets (spent by every request). */
+async function idempotencyKeysInRedis(): Promise<string[]> {
+  const prefix = api.platform.config.REDIS_KEY_PREFIX;
+  const keys = await api.platform.redis.keys(`${prefix}*`);
+  return keys.filter((key) => !key.startsWith(`${prefix}rl:`));
 }
 
 const valid = { amount: 1000, currency: 'EUR' };
@@ -357,19 +363,46 @@ describe('413 and 415', () => {
 });
 
 describe('429', () => {
-  it('when a merchant exceeds its rate, then rate_limited with Retry-After, and other merchants are unaffected', async () => {
-    const limited = await startTestApi(db, { RATE_LIMIT_PER_SECOND: '1', RATE_LIMIT_BURST: '2' });
+  it('when a merchant exceeds its tier, then rate_limited with Retry-After and the RateLimit fields, nothing is written, and other merchants are unaffected', async () => {
+    await db.pool.query(
+      "INSERT INTO rate_limit_tiers (name, rate_per_second, burst) VALUES ('tiny', 1, 2)",
+    );
+    const merchant = await api.merchant('Throttled', 'tiny');
+    const other = await api.merchant('Unthrottled');
+    const first = await postPayment(api, { apiKey: merchant.apiKey, body: valid });
+    expect(first.status).toBe(202);
+    expect(first.headers.get('ratelimit-policy')).toBe('"tiny";q=2;w=2');
+    expect(first.headers.get('ratelimit')).toMatch(/^"tiny";r=1;t=[12]$/);
+    await postPayment(api, { apiKey: merchant.apiKey, body: valid });
+    const before = await countWrites(db);
+    const res = await postPayment(api, { apiKey: merchant.apiKey, body: valid });
+    expectProblem(res, 429, 'rate_limited');
+    expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(res.headers.get('ratelimit-policy')).toBe('"tiny";q=2;w=2');
+    expect(res.headers.get('ratelimit')).toMatch(/^"tiny";r=0;t=2$/);
+    expect(await countWrites(db)).toEqual(before);
+    const unaffected = await postPayment(api, { apiKey: other.apiKey, body: valid });
+    expect(unaffected.status).toBe(202);
+    expect(unaffected.headers.get('ratelimit-policy')).toBe('"default";q=200;w=2');
+  });
+
+  it('when one address keeps sending unknown keys, then after its burst of failures it gets 429 before any lookup', async () => {
+    const limited = await startTestApi(db, {
+      RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '1',
+      RATE_LIMIT_UNAUTHENTICATED_BURST: '3',
+    });
     try {
-      const merchant = await limited.merchant();
-      const other = await limited.merchant('Unthrottled');
-      await postPayment(limited, { apiKey: merchant.apiKey, body: valid });
-      await postPayment(limited, { apiKey: merchant.apiKey, body: valid });
-      const before = await countWrites(db);
-      const res = await postPayment(limited, { apiKey: merchant.apiKey, body: valid });
-      expectProblem(res, 429, 'rate_limited');
-      expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-      expect(await countWrites(db)).toEqual(before);
-      expect((await postPayment(limited, { apiKey: other.apiKey, body: valid })).status).toBe(202);
+      const statuses: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const res = await postPayment(limited, { apiKey: `sk_guess_${i}`, body: valid });
+        statuses.push(res.status);
+        if (res.status === 429) {
+          expectProblem(res, 429, 'rate_limited');
+          expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+          expect(res.headers.get('ratelimit-policy')).toBe('"unauthenticated";q=3;w=180');
+        }
+      }
+      expect(statuses).toEqual([401, 401, 401, 429, 429]);
     } finally {
       await limited.close();
     }

@@ -13,10 +13,7 @@ afterAll(async () => {
 
 async function insertMerchant(client: { query: TestDatabase['pool']['query'] }, name: string) {
   const id = randomUUID();
-  await client.query(
-    `INSERT INTO merchants (id, name, api_key_hash) VALUES ($1, $2, sha256(convert_to($3, 'UTF8')))`,
-    [id, name, randomUUID()],
-  );
+  await client.query(`INSERT INTO merchants (id, name) VALUES ($1, $2)`, [id, name]);
   return id;
 }
 

@@ -80,6 +80,12 @@ describe('process entry points', () => {
       'localhost',
       'invalid configuration: KAFKA_BROKERS each broker must be host:port',
     ],
+    // The test stack's own login is the built-in payments:payments.
+    [
+      'NODE_ENV',
+      'production',
+      'invalid configuration: DATABASE_URL uses the built-in development credentials',
+    ],
   ])('when %s=%j, then the process exits 1 with one line naming it', async (name, value, line) => {
     for (const entry of ['apps/api/main.js', 'apps/all/main.js', 'cli/migrate.js']) {
       const { exited } = startProcess(entry, processEnv({ [name]: value }));
@@ -92,14 +98,32 @@ describe('process entry points', () => {
     }
   });
 
-  it('when all roles run in one process, then /readyz is 200 and SIGTERM exits 0 after draining', async () => {
+  it('when all roles run in one process, then the public port says only "ready", the internal listener has the detail and /metrics, and SIGTERM exits 0 after draining', async () => {
     const proc = startProcess('apps/all/main.js', processEnv());
     const listening = await proc.waitForLog('api listening');
+    const internal = await proc.waitForLog('internal listener ready');
     await Promise.all([proc.waitForLog('relay ready'), proc.waitForLog('settlement ready')]);
-    const res = await fetch(`http://127.0.0.1:${String(listening.port)}/readyz`);
-    expect(res.status).toBe(200);
-    const body = (await res.json()) as { checks: { name: string; status: string }[] };
-    expect(body.checks.map((c) => c.status)).toEqual(['up', 'up', 'up']);
+    expect(internal.host).toBe('127.0.0.1');
+    const publicUrl = `http://127.0.0.1:${String(listening.port)}`;
+    const internalUrl = `http://127.0.0.1:${String(internal.port)}`;
+
+    const open = await fetch(`${publicUrl}/readyz`);
+    expect(open.status).toBe(200);
+    expect(await open.json()).toEqual({ status: 'ready' });
+    expect((await fetch(`${publicUrl}/metrics`)).status).toBe(404);
+
+    const detailed = await fetch(`${internalUrl}/readyz`);
+    expect(detailed.status).toBe(200);
+    const body = (await detailed.json()) as { checks: { name: string; status: string }[] };
+    expect(body.checks.map((c) => `${c.name}:${c.status}`)).toEqual([
+      'postgres:up',
+      'redis:up',
+      'kafka:up',
+    ]);
+    const metrics = await fetch(`${internalUrl}/metrics`);
+    expect(metrics.status).toBe(200);
+    expect(await metrics.text()).toContain('process_cpu_user_seconds_total');
+    expect((await fetch(`${internalUrl}/healthz`)).status).toBe(200);
 
     proc.child.kill('SIGTERM');
     const result = await proc.exited;
@@ -165,11 +189,13 @@ describe('process entry points', () => {
       const printed = JSON.parse(lines[0] ?? '') as { id: string; name: string; api_key: string };
       expect(printed.name).toBe('Acme Ltd');
       expect(printed.api_key).toMatch(/^sk_[A-Za-z0-9_-]{43}$/);
-      const stored = await db.pool.query<{ api_key_hash: Buffer }>(
-        'SELECT api_key_hash FROM merchants WHERE id = $1',
+      const stored = await db.pool.query<{ key_hash: Buffer; tier: string }>(
+        'SELECT k.key_hash, m.tier FROM api_keys k JOIN merchants m ON m.id = k.merchant_id WHERE m.id = $1',
         [printed.id],
       );
-      expect(stored.rows[0]?.api_key_hash).toEqual(hashApiKey(printed.api_key));
+      expect(stored.rows).toHaveLength(1);
+      expect(stored.rows[0]?.key_hash).toEqual(hashApiKey(printed.api_key));
+      expect(stored.rows[0]?.tier).toBe('default');
       expect(JSON.stringify(stored.rows)).not.toContain(printed.api_key);
     } finally {
       await db.drop();

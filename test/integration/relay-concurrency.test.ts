@@ -99,7 +99,7 @@ describe('several relays at once', () => {
       const metricsPorts = await Promise.all(
         processes.map(async (p) => {
           await p.logLine('relay ready');
-          return (await p.logLine('metrics listening')).port;
+          return (await p.logLine('internal listener ready')).port;
         }),
       );
       const planned = planOutboxEvents(EVENTS, { payments: PAYMENTS });

@@ -19,7 +19,7 @@ import {
   type KafkaClient,
 } from '../../src/platform/kafka.js';
 import { createLogger } from '../../src/platform/logger.js';
-import { startMetricsServer } from '../../src/platform/metrics-server.js';
+import { startInternalServer } from '../../src/platform/internal-server.js';
 import { metricValue } from '../support/metric-value.js';
 import {
   countPending,
@@ -389,7 +389,14 @@ describe('outbox relay (real Postgres, real Kafka)', () => {
 
   it('when rows wait and get published, then /metrics reports backlog, oldest pending age, lag and the published counter', async () => {
     const unregister = registerBacklogProbe(() => readBacklog(db.pool));
-    const server = await startMetricsServer({ host: '127.0.0.1', port: 0 }, createLogger(config));
+    const server = await startInternalServer(
+      {
+        host: '127.0.0.1',
+        port: 0,
+        readiness: () => Promise.resolve({ status: 'ready', checks: [] }),
+      },
+      createLogger(config),
+    );
     stoppers.push(async () => {
       unregister();
       await server.close();

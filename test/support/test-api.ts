@@ -9,8 +9,11 @@ export interface TestApi {
   platform: Platform;
   api: RunningRole & { port: number };
   url: (path: string) => string;
-  /** A new merchant and its API key, in this file's database. */
-  merchant: (name?: string) => Promise<{ id: string; apiKey: string }>;
+  /** A new merchant (on `tier`, default `default`) and its first API key, in this file's database. */
+  merchant: (
+    name?: string,
+    tier?: string,
+  ) => Promise<{ id: string; apiKey: string; apiKeyId: string }>;
   close: () => Promise<void>;
 }
 
@@ -27,9 +30,9 @@ export async function startTestApi(
     platform,
     api,
     url: (path) => `http://127.0.0.1:${api.port}${path}`,
-    merchant: async (name = 'Test merchant') => {
-      const created = await createMerchant(db.pool, name);
-      return { id: created.id, apiKey: created.apiKey };
+    merchant: async (name = 'Test merchant', tier?: string) => {
+      const created = await createMerchant(db.pool, name, tier);
+      return { id: created.id, apiKey: created.apiKey, apiKeyId: created.apiKeyId };
     },
     close: async () => {
       await api.close();

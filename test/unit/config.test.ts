@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/platform/config.js';
 
-function errorFor(env: Record<string, string>): ConfigError {
+function errorFor(env: Record<string, string>, readFile?: (path: string) => string): ConfigError {
   try {
-    loadConfig(env);
+    loadConfig(env, readFile);
   } catch (error) {
     if (error instanceof ConfigError) return error;
     throw error;
@@ -77,5 +77,95 @@ describe('loadConfig', () => {
     const error = errorFor({ LOG_LEVEL: 'loud' });
     expect(error.variable).toBe('LOG_LEVEL');
     expect(error.message).toContain('"info"');
+  });
+});
+
+describe('loadConfig: secrets from files and production defaults', () => {
+  const files: Record<string, string> = {
+    '/run/secrets/db': 'postgres://app:s3cret@db.internal:5432/payments\n',
+    '/run/secrets/redis': 'redis://:hunter2@cache.internal:6379',
+    '/run/secrets/empty': '\n',
+  };
+  const readFile = (path: string): string => {
+    const content = files[path];
+    if (content === undefined) {
+      throw Object.assign(new Error(`ENOENT: no such file, open '${path}'`), { code: 'ENOENT' });
+    }
+    return content;
+  };
+
+  it('when DATABASE_URL_FILE and REDIS_URL_FILE name readable files, then their contents are the URLs (trailing newline dropped)', () => {
+    const config = loadConfig(
+      { DATABASE_URL_FILE: '/run/secrets/db', REDIS_URL_FILE: '/run/secrets/redis' },
+      readFile,
+    );
+    expect(config.DATABASE_URL).toBe('postgres://app:s3cret@db.internal:5432/payments');
+    expect(config.REDIS_URL).toBe('redis://:hunter2@cache.internal:6379');
+  });
+
+  it('when the file cannot be read, then one line names the _FILE setting and the error code', () => {
+    const error = errorFor({ DATABASE_URL_FILE: '/run/secrets/missing' }, readFile);
+    expect(error.variable).toBe('DATABASE_URL_FILE');
+    expect(error.message).toBe(
+      'invalid configuration: DATABASE_URL_FILE names a file that cannot be read (ENOENT: /run/secrets/missing)',
+    );
+  });
+
+  it('when the file is empty, then it is refused rather than falling back to the default', () => {
+    expect(errorFor({ REDIS_URL_FILE: '/run/secrets/empty' }, readFile).variable).toBe(
+      'REDIS_URL_FILE',
+    );
+  });
+
+  it('when both X and X_FILE are set, then it is an error naming X', () => {
+    const error = errorFor(
+      { DATABASE_URL: 'postgres://a:b@h/db', DATABASE_URL_FILE: '/run/secrets/db' },
+      readFile,
+    );
+    expect(error.variable).toBe('DATABASE_URL');
+    expect(error.message).toContain('DATABASE_URL_FILE are both set');
+  });
+
+  it('when the file holds an invalid URL, then the error names the setting without echoing the secret', () => {
+    const error = errorFor({ DATABASE_URL_FILE: '/run/secrets/redis' }, readFile);
+    expect(error.variable).toBe('DATABASE_URL');
+    expect(error.message).not.toContain('hunter2');
+  });
+
+  it('when NODE_ENV=production and DATABASE_URL is left at its default, then start-up is refused with one line naming it', () => {
+    const error = errorFor({ NODE_ENV: 'production' });
+    expect(error.variable).toBe('DATABASE_URL');
+    expect(error.message).toBe(
+      'invalid configuration: DATABASE_URL uses the built-in development credentials, refused with NODE_ENV=production',
+    );
+  });
+
+  it('when NODE_ENV=production and a URL carries payments:payments on another host, then it is refused too', () => {
+    const error = errorFor({
+      NODE_ENV: 'production',
+      DATABASE_URL: 'postgres://app:s3cret@db/payments',
+      REDIS_URL: 'redis://payments:payments@cache:6379',
+    });
+    expect(error.variable).toBe('REDIS_URL');
+  });
+
+  it('when NODE_ENV=production and the credentials are real, then the configuration loads', () => {
+    const config = loadConfig(
+      { NODE_ENV: 'production', DATABASE_URL_FILE: '/run/secrets/db' },
+      readFile,
+    );
+    expect(config.DATABASE_URL).toContain('app:s3cret');
+  });
+
+  it('when NODE_ENV is development, then the built-in credentials are accepted', () => {
+    expect(loadConfig({}).DATABASE_URL).toContain('payments:payments');
+  });
+
+  it('when the unauthenticated burst is under one second of its rate, then it is refused', () => {
+    const error = errorFor({
+      RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '600',
+      RATE_LIMIT_UNAUTHENTICATED_BURST: '5',
+    });
+    expect(error.variable).toBe('RATE_LIMIT_UNAUTHENTICATED_BURST');
   });
 });

@@ -27,9 +27,10 @@ export async function freePort(): Promise<number> {
 }
 
 /**
- * Starts a compiled entry point (a path from serviceEntry or toolEntry) on a free port and resolves once it answers
- * HTTP on `probePath`. The port is given as PORT (the API, the bare Express reference) and as
- * METRICS_PORT (roles without the API serve /metrics there).
+ * Starts a compiled entry point (a path from serviceEntry or toolEntry) on a free port and resolves
+ * once it answers HTTP on `probePath`. The port is given as PORT (the API, the bare Express
+ * reference); roles without the API get it as METRICS_PORT (their internal listener, /metrics),
+ * and processes that run the API get an internal listener on any free port.
  */
 export async function startProcess(
   entry: string,
@@ -39,7 +40,12 @@ export async function startProcess(
 ): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort();
   const child = spawn(process.execPath, [...nodeArgs, entry], {
-    env: { ...process.env, ...env, PORT: String(port), METRICS_PORT: String(port) },
+    env: {
+      ...process.env,
+      ...env,
+      PORT: String(port),
+      METRICS_PORT: /apps\/(api|all)\//.test(entry) ? '0' : String(port),
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const state = { exited: false };

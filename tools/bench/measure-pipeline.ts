@@ -2,6 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { createMerchant } from '../../src/merchants/merchant-repository.js';
+import { BENCH_TIER, defineTier } from '../../src/merchants/tier-repository.js';
 import type { Config } from '../../src/platform/config.js';
 import { createKafka, ensureTopics } from '../../src/platform/kafka.js';
 import type { Logger } from '../../src/platform/logger.js';
@@ -101,7 +102,8 @@ export async function measurePipeline(
     await migrateUp(url, logger);
     await kafkaAdmin.connect();
     await ensureTopics(kafkaAdmin, [topics.payments, topics.dlq], base.KAFKA_TOPIC_PARTITIONS);
-    const merchant = await createMerchant(pool, 'bench pipeline');
+    await defineTier(pool, BENCH_TIER);
+    const merchant = await createMerchant(pool, 'bench pipeline', BENCH_TIER.name);
     const env = {
       DATABASE_URL: url,
       KAFKA_TOPIC_PAYMENTS: topics.payments,
@@ -109,8 +111,6 @@ export async function measurePipeline(
       KAFKA_CONSUMER_GROUP: `bench-pipeline-${suffix}`,
       REDIS_KEY_PREFIX: `bench:${suffix}:`,
       LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
-      RATE_LIMIT_PER_SECOND: '1000000',
-      RATE_LIMIT_BURST: '1000000',
       ACQUIRER_SIM_LATENCY_MS: '0',
       ACQUIRER_SIM_FAILURE_RATE: '0',
       // A scratch database owned by the bench's login (DESIGN 68).

@@ -17,6 +17,7 @@ import { closedLoop, constantRate, type RunResult, type Shot } from '../bench/lo
 import { percentile } from '../bench/percentile.js';
 import { paymentPgbenchDefines, paymentPgbenchScript } from '../bench/pgbench-script.js';
 import { createMerchant } from '../../src/merchants/merchant-repository.js';
+import { BENCH_TIER, defineTier } from '../../src/merchants/tier-repository.js';
 import { loadConfig } from '../../src/platform/config.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { migrateUp } from '../../src/platform/migrate.js';
@@ -128,15 +129,14 @@ async function main(): Promise<void> {
   pool.on('error', () => undefined);
   try {
     await migrateUp(databaseUrl(database), logger);
-    const merchant = await createMerchant(pool, 'bench');
+    await defineTier(pool, BENCH_TIER);
+    const merchant = await createMerchant(pool, 'bench', BENCH_TIER.name);
     const api = await startProcess(
       serviceEntry('apps/api/main.js'),
       {
         DATABASE_URL: databaseUrl(database),
         LOG_LEVEL,
         REDIS_KEY_PREFIX: `bench:${database}:`,
-        RATE_LIMIT_PER_SECOND: '1000000',
-        RATE_LIMIT_BURST: '1000000',
         DATABASE_POOL_MAX: String(Math.max(CONCURRENCY, 4)),
         // A scratch database owned by the bench's login (DESIGN 68).
         DB_ALLOW_PRIVILEGED_LOGIN: 'true',

@@ -10,7 +10,6 @@ import { traceRequests } from '../../http/trace-requests.js';
 import { requestDeadline } from '../../http/request-deadline.js';
 import { paymentsRouter, type PaymentsRouterDeps } from '../../payments/payments-router.js';
 import type { Logger } from '../../platform/logger.js';
-import { metricsRegistry } from '../../platform/metrics.js';
 import type { OutageLog } from '../../platform/outage-log.js';
 import type { ReadinessReport } from '../../platform/readiness.js';
 import { refundsRouter, type RefundsRouterDeps } from '../../refunds/refunds-router.js';
@@ -50,13 +49,11 @@ export function buildApp(deps: AppDeps): Express {
     res.json({ status: 'ok' });
   });
 
+  // Public readiness says ready or not and nothing more: dependency names, latencies and error
+  // text are on the internal listener (METRICS_PORT), with /metrics.
   app.get('/readyz', async (_req, res) => {
-    const report = await deps.readiness();
-    res.status(report.status === 'ready' ? 200 : 503).json(report);
-  });
-
-  app.get('/metrics', async (_req, res) => {
-    res.type(metricsRegistry.contentType).send(await metricsRegistry.metrics());
+    const { status } = await deps.readiness();
+    res.status(status === 'ready' ? 200 : 503).json({ status });
   });
 
   const openApi = JSON.stringify(buildOpenApiDocument());

@@ -1,5 +1,4 @@
 import { createServer } from 'node:http';
-import { createRateLimiter } from '../../http/rate-limiter.js';
 import { createIdempotencyReaper } from '../../idempotency/idempotency-reaper.js';
 import { createKeyLocks } from '../../idempotency/key-lock.js';
 import { createResponseCache } from '../../idempotency/response-cache.js';
@@ -8,6 +7,8 @@ import { createPaymentService, type CreatePaymentDeps } from '../../payments/cre
 import { closeServer, listen } from '../../platform/http-listen.js';
 import { createOutageLog } from '../../platform/outage-log.js';
 import { checkReadiness } from '../../platform/readiness.js';
+import { createRateLimit } from '../../rate-limits/rate-limiter.js';
+import type { PaymentsGateDeps } from '../../payments/payments-gate.js';
 import type { Platform } from '../../platform/platform.js';
 import { createRefundService } from '../../refunds/create-refund.js';
 import type { RunningRole } from '../running-role.js';
@@ -37,22 +38,36 @@ export async function startApi(
     ...(options.beforeWrite ? { beforeWrite: options.beforeWrite } : {}),
   });
   const createRefund = createRefundService({ pool, cache, locks, logger, config });
-  const authenticate = createAuthenticator(pool, config.AUTH_CACHE_TTL_MS);
-  const rateLimit = createRateLimiter(config.RATE_LIMIT_PER_SECOND, config.RATE_LIMIT_BURST);
+  // One gate (authentication + rate limits) shared by the payments and refunds routes.
+  const gate: PaymentsGateDeps = {
+    authenticator: createAuthenticator(
+      pool,
+      config.AUTH_CACHE_TTL_MS,
+      config.AUTH_NEGATIVE_CACHE_TTL_MS,
+    ),
+    rateLimit: createRateLimit(redis, {
+      keyPrefix: config.REDIS_KEY_PREFIX,
+      timeoutMs: config.RATE_LIMIT_REDIS_TIMEOUT_MS,
+      logger,
+    }),
+    unauthenticatedPolicy: {
+      name: 'unauthenticated',
+      ratePerSecond: config.RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE / 60,
+      burst: config.RATE_LIMIT_UNAUTHENTICATED_BURST,
+    },
+  };
   const app = buildApp({
     logger,
     readiness: () => checkReadiness(platform.checks, config.READINESS_TIMEOUT_MS),
     payments: {
       db: pool,
-      authenticate,
-      rateLimit,
+      ...gate,
       createPayment,
       bodyLimitBytes: config.HTTP_BODY_LIMIT_BYTES,
     },
     refunds: {
       db: pool,
-      authenticate,
-      rateLimit,
+      ...gate,
       createRefund,
       bodyLimitBytes: config.HTTP_BODY_LIMIT_BYTES,
     },
