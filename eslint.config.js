@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', '.stack/', 'coverage/', 'reports/', 'k6/'] },
+  { ignores: ['dist/', 'dist-tools/', 'node_modules/', '.stack/', 'coverage/', 'reports/', 'k6/'] },
   js.configs.recommended,
   ...tseslint.configs.strictTypeChecked,
   {
