@@ -19,7 +19,7 @@ export interface PlannedFault {
 /** Load before the first fault: the baseline the fault windows are compared with. */
 export const WARMUP_SECONDS = 10;
 /** Load after the last fault, so the clients' retries of that fault finish inside the run. */
-export const TAIL_SECONDS = 15;
+export const TAIL_SECONDS = 20;
 
 /**
  * Longest hold of each fault, in the issue's terms: a process crash, a dependency that stops
@@ -37,7 +37,7 @@ const HOLDS: Record<FaultAction['kind'], number> = {
 /**
  * The faults of a run, in order: every role killed and restarted first (their leases then
  * expire while the load still runs), then each dependency frozen and thawed, then each stopped
- * and started. With the three-node Kafka, its faults hit broker 2 only: the cluster must carry
+ * and started (the slowest to restart first, so its recovery still happens under load). With the three-node Kafka, its faults hit broker 2 only: the cluster must carry
  * on with the other two.
  */
 export function planFaults(durationSeconds: number, kafka3: boolean): PlannedFault[] {
@@ -50,11 +50,12 @@ export function planFaults(durationSeconds: number, kafka3: boolean): PlannedFau
     kafka3
       ? { label: 'freeze Kafka broker 2 of 3', action: { kind: 'freeze-broker', node: 2 } }
       : { label: 'freeze Kafka', action: { kind: 'freeze', service: 'kafka' } },
-    { label: 'stop Redis, start', action: { kind: 'stop', service: 'redis' } },
-    { label: 'stop Postgres, start', action: { kind: 'stop', service: 'postgres' } },
+    // Kafka's JVM takes longest to come back, so it goes first and Redis, the quickest, last.
     kafka3
       ? { label: 'SIGKILL Kafka broker 2 of 3, restart', action: { kind: 'kill-broker', node: 2 } }
       : { label: 'stop Kafka, start', action: { kind: 'stop', service: 'kafka' } },
+    { label: 'stop Postgres, start', action: { kind: 'stop', service: 'postgres' } },
+    { label: 'stop Redis, start', action: { kind: 'stop', service: 'redis' } },
   ];
   const slot = (durationSeconds - WARMUP_SECONDS - TAIL_SECONDS) / actions.length;
   return actions.map(({ label, action }, i) => ({
