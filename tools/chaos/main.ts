@@ -191,7 +191,7 @@ async function main(): Promise<number> {
     k6: k6Runs.map((run, i) => ({
       script: run.script.script,
       exitCode: k6Codes[i] ?? null,
-      summary: readK6Summary(run.script.summaryPath),
+      summary: readK6Summary(run.script.summaryPath, run.script.script),
     })),
     logs: fleet.logCounts(),
     verify: { exitCode: verify.code, output: `${verify.stderr}${verify.stdout}` },
