@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 
 export interface ChaosOptions {
-  /** Length of the load; the faults are spread over it. */
+  /** The faults are spread over this long; the load lasts until the last one was undone. */
   durationSeconds: number;
   /** Processes of each role (api, relay, settlement). */
   processes: number;
@@ -25,7 +25,8 @@ export interface ChaosOptions {
 export const CHAOS_USAGE = `usage: npm run chaos -- [--duration <s>] [--processes <n>] [--kafka3] [--rate <n>]
                         [--storm-vus <n>] [--copies <n>] [--verify-wait <s>] [--strict]
                         [--deadline-ms <ms>] [--keep]
-  --duration     seconds of load; the faults are spread over it (default 180, at least 60)
+  --duration     seconds the faults are spread over (default 180, at least 60); the load runs
+                 until 20 s after the last one was undone, longer when restarts are slow
   --processes    processes of each role: api, relay, settlement (default 2)
   --kafka3       run against the three-node Kafka (scripts/stack.sh start kafka3); one broker
                  is frozen and one killed instead of the single broker's freeze and stop

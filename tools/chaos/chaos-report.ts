@@ -151,10 +151,7 @@ export function formatChaosReport(report: ChaosReport): string {
     );
   }
 
-  out.push(
-    '',
-    'Load (k6; its thresholds are normal-day objectives, so 99 under faults is expected)',
-  );
+  out.push('', 'Load (k6; 105: stopped by chaos; 99: thresholds crossed, expected under faults)');
   for (const { script, exitCode, summary } of report.k6) {
     out.push(`  ${script}: exit ${exitCode ?? 'none'}`);
     if (!summary) {

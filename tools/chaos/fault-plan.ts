@@ -18,7 +18,10 @@ export interface PlannedFault {
 
 /** Load before the first fault: the baseline the fault windows are compared with. */
 export const WARMUP_SECONDS = 10;
-/** Load after the last fault, so the clients' retries of that fault finish inside the run. */
+/**
+ * Load after the last fault was undone, so the clients' retries of that fault finish inside the
+ * run; the plan keeps this much of --duration free, and the load runs on for it in any case.
+ */
 export const TAIL_SECONDS = 20;
 
 /**
