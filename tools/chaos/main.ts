@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import {
   CHAOS_USAGE,
@@ -122,6 +123,7 @@ async function main(): Promise<number> {
   );
   say(`${fleet.names().length} processes ready; APIs at ${apiUrls.join(' ')}`);
 
+  const conditionsAtStart = loadAverage('conditions: load average at the start');
   const timeline = new Timeline();
   faultContext.timeline = timeline;
   // The load runs until TAIL_SECONDS after the last fault was undone (k6 stops on SIGINT); a
@@ -191,7 +193,7 @@ async function main(): Promise<number> {
   ).flat();
   const report: ChaosReport = {
     runId,
-    settings: describeSettings(options, apiUrls.length, endpoints.KAFKA_BROKERS),
+    settings: `${describeSettings(options, apiUrls.length, endpoints.KAFKA_BROKERS)}\n${conditionsAtStart}, ${loadAverage('at the end')}`,
     timeline: timeline.events,
     ...summarizeRequests(samples, timeline.startedAt, windows, options.deadlineMs),
     k6: k6Runs.map((run, i) => ({
@@ -274,6 +276,11 @@ async function removeResources(
     dropDatabase(adminUrl, resources.databaseName),
     deleteTopics(brokers, [resources.paymentsTopic, resources.dlqTopic]),
   ]);
+}
+
+/** On a shared machine the neighbours move every latency: the report says how busy it was. */
+function loadAverage(label: string): string {
+  return `${label} ${os.loadavg()[0]?.toFixed(1) ?? '?'} (${os.availableParallelism()} cores)`;
 }
 
 /** A port nothing listens on right now (the OS picks it). */

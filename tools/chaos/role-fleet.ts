@@ -33,6 +33,8 @@ interface Instance {
  */
 export class RoleFleet {
   private readonly instances = new Map<string, Instance>();
+  /** Set by stopAll: a fault still running must not start a process again. */
+  private closed = false;
 
   constructor(
     private readonly root: string,
@@ -62,6 +64,7 @@ export class RoleFleet {
 
   /** Starts the process and resolves once it logged "ready"; returns how long that took. */
   start(name: string): Promise<number> {
+    if (this.closed) return Promise.reject(new Error(`chaos is stopping: ${name} not started`));
     const instance = this.get(name);
     const startedAt = Date.now();
     const child = spawn(
@@ -120,6 +123,7 @@ export class RoleFleet {
 
   /** SIGTERM to every process, SIGKILL to those still alive after the grace period. */
   async stopAll(): Promise<void> {
+    this.closed = true;
     const live = [...this.instances.values()];
     await Promise.all(
       live.map((instance) => this.signalAndWait(instance, 'SIGTERM', STOP_GRACE_MS)),
@@ -139,6 +143,7 @@ export class RoleFleet {
 
   /** Synchronous last resort (exit handler): SIGKILL whatever still runs. */
   killAllNow(): void {
+    this.closed = true;
     for (const instance of this.instances.values()) {
       if (instance.child?.exitCode === null) instance.child.kill('SIGKILL');
     }

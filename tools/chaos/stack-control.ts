@@ -22,6 +22,8 @@ const START_TIMEOUT_MS = 180_000;
 export class StackControl {
   private readonly frozen = new Set<number>();
   private readonly script: string;
+  /** Set by the cleanup: from then on nothing more is frozen or stopped. */
+  private closed = false;
 
   constructor(private readonly root: string) {
     this.script = path.join(root, 'scripts', 'stack.sh');
@@ -58,6 +60,7 @@ export class StackControl {
   }
 
   async stop(service: StackService): Promise<void> {
+    if (this.closed) throw new Error('chaos is stopping: no more faults');
     await this.stack(['stop', service], 120_000);
   }
 
@@ -78,6 +81,7 @@ export class StackControl {
    * their own, so stopping the postmaster alone would freeze nothing). Returns the pids.
    */
   freeze(pid: number, withChildren: boolean): number[] {
+    if (this.closed) throw new Error('chaos is stopping: no more faults');
     // The parent first, so it starts no new child between the scan and the signals.
     const pids = [pid];
     this.signal(pid, 'SIGSTOP');
@@ -101,7 +105,9 @@ export class StackControl {
     }
   }
 
+  /** Thaws everything and freezes nothing more (the run is ending). */
   thawAllNow(): void {
+    this.closed = true;
     this.thaw([...this.frozen]);
   }
 
