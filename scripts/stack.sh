@@ -484,6 +484,13 @@ k3_answers() {
   kafka_tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$(k3_brokers)" \
     --command-config "$KAFKA_SRC/probe-client.properties" --list >/dev/null 2>&1
 }
+# A node's broker port opens only once the controller has unfenced it (KRaft), so when the
+# cluster was already up, every port open means the restarted node is back in service. No JVM
+# probe: on a CPU-starved machine one takes longer than a broker restart.
+k3_ports_open() {
+  local n
+  for n in "${KAFKA3_NODES[@]}"; do port_open "$(k3_port "$n")" || return 1; done
+}
 k3_alive() {
   local n
   for n in "${KAFKA3_NODES[@]}"; do
@@ -492,7 +499,7 @@ k3_alive() {
 }
 
 start_kafka3() {
-  local n dir voters=() id p
+  local n dir voters=() id p was_up=0
   for n in "${KAFKA3_NODES[@]}"; do voters+=("$n@127.0.0.1:$(k3_controller_port "$n")"); done
   mkdir -p "$KAFKA3_DIR"
   # One cluster id for the three nodes, chosen once.
@@ -506,6 +513,7 @@ start_kafka3() {
     mkdir -p "$dir/data" "$dir/log"
     if k3_pid "$n" >/dev/null; then
       log "kafka3 node $n already running (pid $(k3_pid "$n"))"
+      was_up=1
       continue
     fi
     for p in "$(k3_port "$n")" "$(k3_controller_port "$n")"; do
@@ -527,7 +535,11 @@ start_kafka3() {
       -cp "$KAFKA_LIBS/*" kafka.Kafka "$dir/server.properties" \
       </dev/null >>"$dir/log/kafka.out" 2>&1 9>&- &
   done
-  wait_for kafka3 k3_answers k3_alive "$KAFKA3_DIR"/node-*/log/kafka.out
+  if ((was_up)); then
+    wait_for kafka3 k3_ports_open k3_alive "$KAFKA3_DIR"/node-*/log/kafka.out
+  else
+    wait_for kafka3 k3_answers k3_alive "$KAFKA3_DIR"/node-*/log/kafka.out
+  fi
 }
 
 stop_kafka3() {

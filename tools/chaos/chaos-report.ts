@@ -5,9 +5,6 @@ import type { LogCounts } from './role-fleet.js';
 import type { FaultWindow } from './run-fault.js';
 import { formatOffset, type TimelineEvent } from './timeline.js';
 
-/** A fault's window ends this long after the fault was undone: the clients' retries land then. */
-export const WINDOW_AFTER_MS = 5_000;
-
 export interface WindowStats {
   label: string;
   fromMs: number;
@@ -58,7 +55,12 @@ export function summarizeRequests(
     const kind = failureKind(sample);
     if (kind !== null) failuresByKind[kind] = (failuresByKind[kind] ?? 0) + 1;
   }
-  const relative = samples.map((sample) => ({ ...sample, atMs: sample.atMs - startedAt }));
+  // k6 stamps a request with its end; a window holds every request in flight during it.
+  const relative = samples.map((sample) => ({
+    ...sample,
+    startMs: sample.atMs - startedAt - sample.durationMs,
+    atMs: sample.atMs - startedAt,
+  }));
   const stats: WindowStats[] = [];
   const firstFault = windows[0];
   if (firstFault) {
@@ -66,15 +68,7 @@ export function summarizeRequests(
   }
   for (const window of windows) {
     const bound = latencyBound(window.fault.action, deadlineMs);
-    stats.push(
-      windowStats(
-        window.fault.label,
-        relative,
-        window.startMs,
-        window.endMs + WINDOW_AFTER_MS,
-        bound,
-      ),
-    );
+    stats.push(windowStats(window.fault.label, relative, window.startMs, window.endMs, bound));
   }
   return { requests: { total: samples.length, byStatus, failuresByKind }, windows: stats };
 }
@@ -87,12 +81,12 @@ function failureKind(sample: RequestSample): string | null {
 
 function windowStats(
   label: string,
-  samples: readonly RequestSample[],
+  samples: readonly (RequestSample & { startMs: number })[],
   fromMs: number,
   toMs: number,
   bound: { p99Ms?: number; maxMs?: number } | null,
 ): WindowStats {
-  const inWindow = samples.filter((sample) => sample.atMs >= fromMs && sample.atMs < toMs);
+  const inWindow = samples.filter((sample) => sample.atMs >= fromMs && sample.startMs < toMs);
   const durations = inWindow
     .filter((sample) => sample.name === POST)
     .map((sample) => sample.durationMs)
@@ -141,7 +135,7 @@ export function formatChaosReport(report: ChaosReport): string {
 
   out.push(
     '',
-    'POST /payments latency (ms) by window: from the fault to 5 s after it was undone',
+    'POST /payments latency (ms) of the requests in flight during each fault (until it was undone)',
     `  ${'window'.padEnd(38)} ${'from'.padStart(8)} ${'to'.padStart(8)} ${'posts'.padStart(6)} ${'5xx/0'.padStart(6)} ${'p50'.padStart(7)} ${'p95'.padStart(7)} ${'p99'.padStart(7)} ${'max'.padStart(7)}  issue bound`,
   );
   for (const w of report.windows) {
