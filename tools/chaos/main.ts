@@ -123,7 +123,9 @@ async function main(): Promise<number> {
   );
   say(`${fleet.names().length} processes ready; APIs at ${apiUrls.join(' ')}`);
 
-  const conditionsAtStart = loadAverage('conditions: load average at the start');
+  const conditionsAtStart = loadAverage(
+    `conditions (${os.availableParallelism()} cores): load average at the start`,
+  );
   const timeline = new Timeline();
   faultContext.timeline = timeline;
   // The load runs until TAIL_SECONDS after the last fault was undone (k6 stops on SIGINT); a
@@ -280,7 +282,7 @@ async function removeResources(
 
 /** On a shared machine the neighbours move every latency: the report says how busy it was. */
 function loadAverage(label: string): string {
-  return `${label} ${os.loadavg()[0]?.toFixed(1) ?? '?'} (${os.availableParallelism()} cores)`;
+  return `${label} ${os.loadavg()[0]?.toFixed(1) ?? '?'}`;
 }
 
 /** A port nothing listens on right now (the OS picks it). */
