@@ -7,7 +7,7 @@
 //
 //   k6 run -e API_KEYS=sk_a,sk_b k6/mix.js                     (or: npm run k6 -- mix)
 //
-// Environment: BASE_URL, API_KEYS (required), RUN_ID (default k6-mix-<time>), RATE (100 per
+// Environment: BASE_URL or BASE_URLS, API_KEYS (required), RUN_ID (default k6-mix-<time>), RATE (100 per
 // second), DURATION (60s), VUS (50, up to 4x), P95_MS (100), P99_MS (250).
 import { check } from 'k6';
 import { setupRun } from './lib/env.js';
@@ -63,7 +63,7 @@ export default function mix(data) {
     source: pick(SOURCES, Math.random()),
     metadata: { order_id: `ord_${n}` },
   };
-  const [first] = sendWithRetries([paymentRequest(apiKey, key, JSON.stringify(body))]);
+  const [first] = sendWithRetries([paymentRequest(apiKey, key, JSON.stringify(body), n)]);
   const payment = paymentOf(first);
   check(first, { 'new payment accepted (202)': () => payment !== null });
   if (!payment) return;
@@ -71,7 +71,7 @@ export default function mix(data) {
   const roll = Math.random();
   if (roll < 0.1) {
     // The client timed out on its side and sends the same request again.
-    const [again] = sendWithRetries([paymentRequest(apiKey, key, JSON.stringify(body))]);
+    const [again] = sendWithRetries([paymentRequest(apiKey, key, JSON.stringify(body), n + 1)]);
     check(again, {
       'retry of a finished request is a replay': (r) =>
         isReplay(r) && (paymentOf(r) || {}).id === payment.id,
@@ -79,11 +79,11 @@ export default function mix(data) {
   } else if (roll < 0.12) {
     // A client bug: the same key for another payment.
     const [reused] = sendWithRetries([
-      paymentRequest(apiKey, key, JSON.stringify({ ...body, amount: body.amount + 1 })),
+      paymentRequest(apiKey, key, JSON.stringify({ ...body, amount: body.amount + 1 }), n + 1),
     ]);
     check(reused, { 'key reused with another body is 422': (r) => r.status === 422 });
   } else if (roll < 0.3) {
-    const read = getPayment(apiKey, payment.id);
+    const read = getPayment(apiKey, payment.id, n + 1);
     check(read, {
       'own payment readable': (r) => r.status === 200 && JSON.parse(r.body).id === payment.id,
     });

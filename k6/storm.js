@@ -5,7 +5,7 @@
 //
 //   k6 run -e API_KEYS=sk_a,sk_b k6/storm.js          (or: npm run k6 -- storm)
 //
-// Environment: BASE_URL (http://127.0.0.1:3000), API_KEYS (required), RUN_ID (key prefix,
+// Environment: BASE_URL (http://127.0.0.1:3000) or BASE_URLS (several APIs), API_KEYS (required), RUN_ID (key prefix,
 // default k6-storm-<time>), KEYS (200), COPIES (10), VUS (20), MAX_DURATION (10m),
 // MAX_ATTEMPTS (10), P95_MS (250), P99_MS (1000).
 import { intEnv, setupRun } from './lib/env.js';
@@ -52,8 +52,10 @@ export default function storm(data) {
     description: `storm ${data.runId} #${n}`,
     metadata: { copy_count: String(COPIES) },
   });
-  const request = paymentRequest(apiKey, key, body);
-  const finals = sendWithRetries(Array.from({ length: COPIES }, () => request));
+  // Copy i goes to API instance i (BASE_URLS): the copies of a key race across processes.
+  const finals = sendWithRetries(
+    Array.from({ length: COPIES }, (_, copy) => paymentRequest(apiKey, key, body, copy)),
+  );
 
   const accepted = finals.filter((response) => response.status === 202);
   for (const response of finals) {

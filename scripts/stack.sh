@@ -8,10 +8,16 @@
 #        scripts/stack.sh start  [postgres|redis|kafka ...]   (default: all)
 #        scripts/stack.sh stop   [postgres|redis|kafka ...]   (default: all)
 #        scripts/stack.sh status [postgres|redis|kafka ...]   (exit 0 all running, 3 otherwise)
-#        scripts/stack.sh env                                 (export lines for the app/tests)
+#        scripts/stack.sh env    [kafka3]                     (export lines for the app/tests)
+#        scripts/stack.sh pid    <service>                    (main pid(s), one a line; exit 3 if none)
+#
+# Optional, never part of "all": kafka3, a three-node Kafka cluster (replication factor 3,
+# min.insync.replicas 2) on its own ports, for broker-loss tests (`npm run chaos -- --kafka3`);
+# `env kafka3` points KAFKA_BROKERS at it.
 #
 # Environment: STACK_DIR, PGPORT_STACK (5432), REDIS_PORT_STACK (6379),
 #              KAFKA_PORT_STACK (9092), KAFKA_CONTROLLER_PORT_STACK (9093),
+#              KAFKA3_PORT_BASE_STACK (9094: brokers on base..base+2, controllers base+3..base+5),
 #              STACK_WAIT_SECS (120, per service readiness timeout).
 # SC2174: "mkdir -p -m" applying the mode to the last component only is intended (never
 # chmod a pre-existing dir). SC2016: single-quoted $$/$0/$@ are meant for the inner bash.
@@ -58,6 +64,10 @@ KAFKA_LOGDIR="$KAFKA_DIR/log"
 KAFKA_CONF="$KAFKA_DIR/server.properties"
 KAFKA_PID="$KAFKA_DIR/kafka.pid"
 KAFKA_STOP_SECS=60                   # TERM grace period before KILL
+
+KAFKA3_DIR="$STACK_DIR/kafka3"
+KAFKA3_PORT_BASE="${KAFKA3_PORT_BASE_STACK:-9094}"
+KAFKA3_NODES=(1 2 3)
 
 ALL_SERVICES=(postgres redis kafka)
 
@@ -442,6 +452,101 @@ stop_kafka() {
   rm -f "$KAFKA_PID"
 }
 
+# ---------------------------------------------------------------- kafka3 (three nodes)
+
+# Node $1 (1-3): broker port base+$1-1, controller port base+2+$1.
+k3_port() { echo $((KAFKA3_PORT_BASE + $1 - 1)); }
+k3_controller_port() { echo $((KAFKA3_PORT_BASE + 2 + $1)); }
+k3_dir() { echo "$KAFKA3_DIR/node-$1"; }
+k3_brokers() {
+  local n list=()
+  for n in "${KAFKA3_NODES[@]}"; do list+=("127.0.0.1:$(k3_port "$n")"); done
+  (IFS=,; echo "${list[*]}")
+}
+
+k3_pid() {
+  local pid
+  pid="$(pid_from "$(k3_dir "$1")/kafka.pid")" || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'kafka\.Kafka' || return 1
+  echo "$pid"
+}
+
+# The cluster answers metadata requests through any node (the quorum has a leader).
+k3_answers() {
+  local n
+  for n in "${KAFKA3_NODES[@]}"; do port_open "$(k3_port "$n")" || return 1; done
+  kafka_tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$(k3_brokers)" \
+    --command-config "$KAFKA_SRC/probe-client.properties" --list >/dev/null 2>&1
+}
+# A node's broker port opens only once the controller has unfenced it (KRaft), so when the
+# cluster was already up, every port open means the restarted node is back in service. No JVM
+# probe: on a CPU-starved machine one takes longer than a broker restart.
+k3_ports_open() {
+  local n
+  for n in "${KAFKA3_NODES[@]}"; do port_open "$(k3_port "$n")" || return 1; done
+}
+k3_alive() {
+  local n
+  for n in "${KAFKA3_NODES[@]}"; do
+    [[ ! -f "$(k3_dir "$n")/kafka.pid" ]] || k3_pid "$n" >/dev/null || return 1
+  done
+}
+
+start_kafka3() {
+  local n dir voters=() id p was_up=0
+  for n in "${KAFKA3_NODES[@]}"; do voters+=("$n@127.0.0.1:$(k3_controller_port "$n")"); done
+  mkdir -p "$KAFKA3_DIR"
+  # One cluster id for the three nodes, chosen once.
+  if [[ ! -s $KAFKA3_DIR/cluster.id ]]; then
+    kafka_tool kafka.tools.StorageTool random-uuid >"$KAFKA3_DIR/cluster.id" ||
+      die "StorageTool random-uuid failed"
+  fi
+  id="$(<"$KAFKA3_DIR/cluster.id")"
+  for n in "${KAFKA3_NODES[@]}"; do
+    dir="$(k3_dir "$n")"
+    mkdir -p "$dir/data" "$dir/log"
+    if k3_pid "$n" >/dev/null; then
+      log "kafka3 node $n already running (pid $(k3_pid "$n"))"
+      was_up=1
+      continue
+    fi
+    for p in "$(k3_port "$n")" "$(k3_controller_port "$n")"; do
+      if port_open "$p"; then die "port $p is taken by another process"; fi
+    done
+    sed -e "s|@NODE_ID@|$n|g" -e "s|@PORT@|$(k3_port "$n")|g" \
+        -e "s|@CONTROLLER_PORT@|$(k3_controller_port "$n")|g" \
+        -e "s|@VOTERS@|$(IFS=,; echo "${voters[*]}")|g" -e "s|@DATA_DIR@|$dir/data|g" \
+        "$KAFKA_SRC/server3.properties.template" >"$dir/server.properties"
+    if [[ ! -f $dir/data/meta.properties ]]; then
+      kafka_tool kafka.tools.StorageTool format -t "$id" -c "$dir/server.properties" \
+        >>"$dir/log/format.log" 2>&1 || { tail_logs "$dir/log/format.log"; die "kafka3 format failed"; }
+    fi
+    rm -f "$dir/kafka.pid"
+    log "starting kafka3 node $n on 127.0.0.1:$(k3_port "$n") (controller $(k3_controller_port "$n"))"
+    setsid nohup bash -c 'echo $$ >"$0"; exec "$@"' "$dir/kafka.pid" \
+      java -Xms128m -Xmx384m -XX:+UseG1GC -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true \
+      -Dkafka.logs.dir="$dir/log" -Dlog4j.configuration="file:$KAFKA_SRC/log4j.properties" \
+      -cp "$KAFKA_LIBS/*" kafka.Kafka "$dir/server.properties" \
+      </dev/null >>"$dir/log/kafka.out" 2>&1 9>&- &
+  done
+  if ((was_up)); then
+    wait_for kafka3 k3_ports_open k3_alive "$KAFKA3_DIR"/node-*/log/kafka.out
+  else
+    wait_for kafka3 k3_answers k3_alive "$KAFKA3_DIR"/node-*/log/kafka.out
+  fi
+}
+
+stop_kafka3() {
+  local n pid
+  for n in "${KAFKA3_NODES[@]}"; do
+    if pid="$(k3_pid "$n")"; then
+      log "stopping kafka3 node $n (pid $pid)"
+      kill_wait "$pid" "$KAFKA_STOP_SECS"
+    fi
+    rm -f "$(k3_dir "$n")/kafka.pid"
+  done
+}
+
 # ---------------------------------------------------------------- commands
 
 status_line() {
@@ -459,6 +564,14 @@ status_one() {
     postgres) status_line postgres "$PG_PORT" "$(pg_pid || true)" pg_answers ;;
     redis) status_line redis "$REDIS_PORT" "$(redis_pid || true)" redis_answers ;;
     kafka) status_line kafka "$KAFKA_PORT" "$(kafka_pid || true)" 'port_open '"$KAFKA_PORT" ;;
+    kafka3)
+      local n rc=0
+      for n in "${KAFKA3_NODES[@]}"; do
+        status_line "kafka3-$n" "$(k3_port "$n")" "$(k3_pid "$n" || true)" \
+          'port_open '"$(k3_port "$n")" || rc=3
+      done
+      return "$rc"
+      ;;
   esac
 }
 
@@ -479,7 +592,30 @@ cmd_env() {
     echo "export ${role^^}_DATABASE_URL=postgres://payments_$role:payments_$role@$base"
   done
   echo "export REDIS_URL=redis://127.0.0.1:$REDIS_PORT"
-  echo "export KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT"
+  if [[ " ${SERVICES[*]} " == *" kafka3 "* ]]; then
+    echo "export KAFKA_BROKERS=$(k3_brokers)"
+  else
+    echo "export KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT"
+  fi
+}
+
+# The main process of each service (postgres: the postmaster; kafka3: one line per node, in
+# node order, "-" for a node that is down). For fault injection: signal these, not names.
+cmd_pid() {
+  local svc n pid found=0
+  for svc in "$@"; do
+    case "$svc" in
+      postgres) pid="$(pg_pid)" && { echo "$pid"; found=1; } ;;
+      redis) pid="$(redis_pid)" && { echo "$pid"; found=1; } ;;
+      kafka) pid="$(kafka_pid)" && { echo "$pid"; found=1; } ;;
+      kafka3)
+        for n in "${KAFKA3_NODES[@]}"; do
+          if pid="$(k3_pid "$n")"; then echo "$pid"; found=1; else echo -; fi
+        done
+        ;;
+    esac
+  done
+  ((found)) || return 3
 }
 
 # Normalises service arguments (none = all) into SERVICES.
@@ -492,13 +628,14 @@ parse_services() {
       postgres | postgresql | pg) SERVICES+=(postgres) ;;
       redis) SERVICES+=(redis) ;;
       kafka) SERVICES+=(kafka) ;;
-      *) die "unknown service '$s' (postgres|redis|kafka)" ;;
+      kafka3) SERVICES+=(kafka3) ;;
+      *) die "unknown service '$s' (postgres|redis|kafka|kafka3)" ;;
     esac
   done
 }
 
 usage() {
-  echo "usage: $0 install|start|stop|status|env [postgres|redis|kafka ...]" >&2
+  echo "usage: $0 install|start|stop|status|env|pid [postgres|redis|kafka|kafka3 ...]" >&2
   exit 2
 }
 
@@ -518,16 +655,21 @@ main() {
       for svc in "${SERVICES[@]}"; do "start_$svc"; done
       log "ready in $((SECONDS - t0))s"
       cmd_status "${ALL_SERVICES[@]}" || true
+      if [[ " ${SERVICES[*]} " == *" kafka3 "* ]]; then cmd_status kafka3 || true; fi
       ;;
     stop)
       take_lock
       # Reverse dependency order: kafka first, postgres last.
-      for svc in kafka redis postgres; do
+      for svc in kafka3 kafka redis postgres; do
         if [[ " ${SERVICES[*]} " == *" $svc "* ]]; then "stop_$svc"; fi
       done
       ;;
     status) cmd_status "${SERVICES[@]}" ;;
     env) cmd_env ;;
+    pid)
+      (($# >= 1)) || usage
+      cmd_pid "${SERVICES[@]}"
+      ;;
     -h | --help | help) usage ;;
     *) usage ;;
   esac

@@ -3,6 +3,16 @@
 
 export const BASE_URL = (__ENV.BASE_URL || 'http://127.0.0.1:3000').replace(/\/$/, '');
 
+/**
+ * Several API processes, comma-separated (BASE_URLS wins over BASE_URL): request i of an
+ * iteration goes to instance i, and a retry goes to the next instance, as a client behind a
+ * load balancer would see it. `npm run chaos` sets it.
+ */
+export const BASE_URLS = (__ENV.BASE_URLS || BASE_URL)
+  .split(',')
+  .map((url) => url.trim().replace(/\/$/, ''))
+  .filter((url) => url !== '');
+
 /** API keys of the merchants to use, comma-separated (`npm run merchant:create` prints one). */
 export function apiKeys(minimum = 1) {
   const keys = (__ENV.API_KEYS || '')

@@ -5,7 +5,7 @@ import exec from 'k6/execution';
 import http from 'k6/http';
 import { sleep } from 'k6';
 import { Counter } from 'k6/metrics';
-import { apiKeys, BASE_URL, intEnv } from './env.js';
+import { apiKeys, BASE_URLS, intEnv } from './env.js';
 
 /** Answers worth sending again with the same key (BRIEF section 4). */
 export function isRetryable(status) {
@@ -21,11 +21,20 @@ export const unresolved = new Counter('unresolved_requests');
 
 const MAX_ATTEMPTS = intEnv('MAX_ATTEMPTS', 10);
 
-/** A POST /payments request for http.batch. `body` is sent exactly as given (a string). */
-export function paymentRequest(apiKey, idempotencyKey, body) {
+/** The base URL of API instance `target` (any integer; wraps around BASE_URLS). */
+function baseUrl(target) {
+  return BASE_URLS[target % BASE_URLS.length];
+}
+
+/**
+ * A POST /payments request for http.batch. `body` is sent exactly as given (a string);
+ * `target` picks the API instance when BASE_URLS lists several.
+ */
+export function paymentRequest(apiKey, idempotencyKey, body, target = 0) {
   return {
     method: 'POST',
-    url: `${BASE_URL}/payments`,
+    url: `${baseUrl(target)}/payments`,
+    target,
     body,
     params: {
       headers: {
@@ -38,8 +47,8 @@ export function paymentRequest(apiKey, idempotencyKey, body) {
   };
 }
 
-export function getPayment(apiKey, id) {
-  return http.get(`${BASE_URL}/payments/${id}`, {
+export function getPayment(apiKey, id, target = 0) {
+  return http.get(`${baseUrl(target)}/payments/${id}`, {
     headers: { Authorization: `Bearer ${apiKey}` },
     tags: { name: 'GET /payments/{id}' },
   });
@@ -55,7 +64,7 @@ export function sendWithRetries(requests) {
   const finals = new Array(requests.length);
   let waiting = requests.map((_, index) => index);
   for (let attempt = 1; waiting.length > 0; attempt++) {
-    const responses = http.batch(waiting.map((index) => requests[index]));
+    const responses = http.batch(waiting.map((index) => onInstance(requests[index], attempt)));
     const again = [];
     let pause = 0;
     responses.forEach((response, position) => {
@@ -81,6 +90,12 @@ export function sendWithRetries(requests) {
     waiting = again;
   }
   return finals;
+}
+
+/** Attempt n of a request goes to the instance n - 1 places after its own (one instance: itself). */
+function onInstance({ target, method, url, body, params }, attempt) {
+  if (BASE_URLS.length < 2 || attempt === 1) return { method, url, body, params };
+  return { method, url: `${baseUrl((target || 0) + attempt - 1)}/payments`, body, params };
 }
 
 /** The payment in a 202 answer, or null. */

@@ -48,6 +48,14 @@ export function createPool(
   pool.on('error', (error) => {
     logger.warn({ err: error }, 'idle postgres client failed; it will be replaced');
   });
+  // The pool listens only to idle clients: a checked-out client whose connection dies between
+  // two queries (Postgres stopped mid-transaction) emits 'error' with no listener, which kills
+  // the process. Its caller learns of it from the next query, which fails.
+  pool.on('connect', (client) => {
+    client.on('error', (error) => {
+      logger.debug({ err: error }, 'postgres connection lost');
+    });
+  });
   return pool;
 }
 

@@ -1,0 +1,86 @@
+import type { Role } from './role-fleet.js';
+
+export type FaultAction =
+  | { kind: 'kill-role'; role: Role }
+  | { kind: 'freeze'; service: 'redis' | 'postgres' | 'kafka' }
+  | { kind: 'stop'; service: 'redis' | 'postgres' | 'kafka' }
+  | { kind: 'freeze-broker'; node: number }
+  | { kind: 'kill-broker'; node: number };
+
+export interface PlannedFault {
+  label: string;
+  action: FaultAction;
+  /** Planned start, seconds after the load started (later if the previous fault ran long). */
+  atSeconds: number;
+  /** How long the fault lasts before the thaw or restart. */
+  holdSeconds: number;
+}
+
+/** Load before the first fault: the baseline the fault windows are compared with. */
+export const WARMUP_SECONDS = 10;
+/**
+ * Load after the last fault was undone, so the clients' retries of that fault finish inside the
+ * run; the plan keeps this much of --duration free, and the load runs on for it in any case.
+ */
+export const TAIL_SECONDS = 20;
+
+/**
+ * Longest hold of each fault, in the issue's terms: a process crash, a dependency that stops
+ * answering (SIGSTOP: its sockets stay open), a dependency that is down. Shortened to half a
+ * slot when --duration leaves less room.
+ */
+const HOLDS: Record<FaultAction['kind'], number> = {
+  'kill-role': 3,
+  freeze: 10,
+  stop: 6,
+  'freeze-broker': 12,
+  'kill-broker': 10,
+};
+
+/**
+ * The faults of a run, in order: every role killed and restarted first (their leases then
+ * expire while the load still runs), then each dependency frozen and thawed, then each stopped
+ * and started (the slowest to restart first, so its recovery still happens under load). With the three-node Kafka, its faults hit broker 2 only: the cluster must carry
+ * on with the other two.
+ */
+export function planFaults(durationSeconds: number, kafka3: boolean): PlannedFault[] {
+  const actions: { label: string; action: FaultAction }[] = [
+    { label: 'SIGKILL api-1, restart', action: { kind: 'kill-role', role: 'api' } },
+    { label: 'SIGKILL relay-1, restart', action: { kind: 'kill-role', role: 'relay' } },
+    { label: 'SIGKILL settlement-1, restart', action: { kind: 'kill-role', role: 'settlement' } },
+    { label: 'freeze Redis', action: { kind: 'freeze', service: 'redis' } },
+    { label: 'freeze Postgres', action: { kind: 'freeze', service: 'postgres' } },
+    kafka3
+      ? { label: 'freeze Kafka broker 2 of 3', action: { kind: 'freeze-broker', node: 2 } }
+      : { label: 'freeze Kafka', action: { kind: 'freeze', service: 'kafka' } },
+    // Kafka's JVM takes longest to come back, so it goes first and Redis, the quickest, last.
+    kafka3
+      ? { label: 'SIGKILL Kafka broker 2 of 3, restart', action: { kind: 'kill-broker', node: 2 } }
+      : { label: 'stop Kafka, start', action: { kind: 'stop', service: 'kafka' } },
+    { label: 'stop Postgres, start', action: { kind: 'stop', service: 'postgres' } },
+    { label: 'stop Redis, start', action: { kind: 'stop', service: 'redis' } },
+  ];
+  const slot = (durationSeconds - WARMUP_SECONDS - TAIL_SECONDS) / actions.length;
+  return actions.map(({ label, action }, i) => ({
+    label,
+    action,
+    atSeconds: Math.round(WARMUP_SECONDS + i * slot),
+    holdSeconds: Math.min(HOLDS[action.kind], Math.max(2, Math.floor(slot / 2))),
+  }));
+}
+
+/**
+ * The latency objective issue #10 sets for a fault's window, checked by --strict: Redis frozen
+ * costs at most 1 s at p99 (2.5 s max); Postgres frozen answers within the request deadline;
+ * a frozen Kafka does not touch POST at all (p99 within 1 s).
+ */
+export function latencyBound(
+  action: FaultAction,
+  deadlineMs: number,
+): { p99Ms?: number; maxMs?: number } | null {
+  if (action.kind === 'freeze' && action.service === 'redis') return { p99Ms: 1_000, maxMs: 2_500 };
+  if (action.kind === 'freeze' && action.service === 'postgres') return { maxMs: deadlineMs };
+  if (action.kind === 'freeze' && action.service === 'kafka') return { p99Ms: 1_000 };
+  if (action.kind === 'freeze-broker') return { p99Ms: 1_000 };
+  return null;
+}

@@ -1,0 +1,381 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import {
+  CHAOS_USAGE,
+  ChaosUsageError,
+  parseChaosOptions,
+  type ChaosOptions,
+} from './chaos-options.js';
+import { formatChaosReport, summarizeRequests, type ChaosReport } from './chaos-report.js';
+import { planFaults, TAIL_SECONDS } from './fault-plan.js';
+import { findK6, startK6, type RunningK6 } from './k6-load.js';
+import { readK6Summary, readRequestSamples } from './k6-results.js';
+import { ENTRY_POINTS, repoRoot } from './repo-root.js';
+import { RoleFleet, ROLES } from './role-fleet.js';
+import { runChecked, runCommand } from './run-command.js';
+import { runFault, type FaultContext, type FaultWindow } from './run-fault.js';
+import {
+  createDatabase,
+  deleteTopics,
+  dropDatabase,
+  runResources,
+  type RunResources,
+} from './run-resources.js';
+import { StackControl, type StackService } from './stack-control.js';
+import { sleep, Timeline } from './timeline.js';
+
+/** Verify judges every payment once the pipeline drained; a few seconds absorb clock skew. */
+const VERIFY_GRACE_SECONDS = 5;
+/** Clients retry this often before giving up on a request: long enough to outlast every fault. */
+const CLIENT_MAX_ATTEMPTS = 40;
+
+/**
+ * `npm run chaos`: N processes of each role on the local stack under a duplicate storm and a
+ * mixed load, with every role killed and every dependency frozen and stopped on a timeline;
+ * then `verify` judges the run. See docs/chaos.md.
+ */
+async function main(): Promise<number> {
+  const parsed = parseChaosOptions(process.argv.slice(2));
+  if (parsed === 'help') {
+    process.stdout.write(`${CHAOS_USAGE}\n`);
+    return 0;
+  }
+  const options = parsed;
+  const root = repoRoot();
+  for (const entry of [ENTRY_POINTS.role('api'), ENTRY_POINTS.verify, ENTRY_POINTS.migrate]) {
+    if (!existsSync(path.join(root, entry))) throw new Error(`${entry} missing: npm run build`);
+  }
+  const k6 = findK6(root);
+  const stack = new StackControl(root);
+  const kafkaService: StackService = options.kafka3 ? 'kafka3' : 'kafka';
+  await stack.checkRunning(['postgres', 'redis', kafkaService]);
+  const endpoints = await stack.endpoints(options.kafka3);
+
+  const runId = `chaos-${new Date().toISOString().replace(/\D/g, '').slice(0, 14)}-${randomBytes(2).toString('hex')}`;
+  const runDir = path.join(root, 'reports', runId);
+  mkdirSync(runDir, { recursive: true });
+  const resources = runResources(runId, endpoints.DATABASE_URL);
+  const fleet = new RoleFleet(root, runDir);
+  const faultContext: FaultContext = {
+    fleet,
+    stack,
+    timeline: new Timeline(),
+    stopped: new Set(),
+  };
+  const k6Runs: RunningK6[] = [];
+  const cleanup = installCleanup(stack, fleet, k6Runs, faultContext);
+  active.cleanup = cleanup.run;
+
+  const say = (text: string) => process.stdout.write(`chaos: ${text}\n`);
+  say(
+    `run ${runId}: ${options.processes} x (${ROLES.join(', ')}), ${options.durationSeconds} s of load`,
+  );
+  say(
+    `stack: ${endpoints.DATABASE_URL.replace(/\/\/[^@]*@/, '//')}, ${endpoints.REDIS_URL}, Kafka ${endpoints.KAFKA_BROKERS}`,
+  );
+  say(`logs, k6 samples and the report: ${path.relative(root, runDir)}/`);
+
+  await createDatabase(endpoints.DATABASE_URL, resources.databaseName);
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATABASE_URL: resources.databaseUrl,
+    REDIS_URL: endpoints.REDIS_URL,
+    KAFKA_BROKERS: endpoints.KAFKA_BROKERS,
+    REDIS_KEY_PREFIX: resources.redisPrefix,
+    KAFKA_TOPIC_PAYMENTS: resources.paymentsTopic,
+    KAFKA_TOPIC_DLQ: resources.dlqTopic,
+    KAFKA_CONSUMER_GROUP: resources.consumerGroup,
+    HOST: '127.0.0.1',
+    LOG_FORMAT: 'json',
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
+    // The run's scratch database is owned by the stack's login (DESIGN 68).
+    DB_ALLOW_PRIVILEGED_LOGIN: 'true',
+  };
+  const node = (entry: string, args: string[], timeoutMs: number) =>
+    runChecked(process.execPath, [path.join(root, entry), ...args], { cwd: root, env, timeoutMs });
+  await node(ENTRY_POINTS.migrate, [], 120_000);
+  // Chaos measures faults, not the rate limit: its merchants get a tier wide enough for the load.
+  await node(
+    ENTRY_POINTS.merchantTier,
+    ['--define', 'chaos', '--rate', '1000000', '--burst', '10000000'],
+    60_000,
+  );
+  const apiKeys: string[] = [];
+  for (const n of [1, 2]) {
+    const out = await node(
+      ENTRY_POINTS.merchantCreate,
+      ['--name', `${runId} merchant ${n}`, '--tier', 'chaos'],
+      60_000,
+    );
+    apiKeys.push((JSON.parse(out) as { api_key: string }).api_key);
+  }
+
+  const apiUrls: string[] = [];
+  for (const role of ROLES) {
+    for (let i = 1; i <= options.processes; i++) {
+      const [port, metricsPort] = [await freePort(), await freePort()];
+      if (role === 'api') apiUrls.push(`http://127.0.0.1:${port}`);
+      fleet.add(role, i, { ...env, PORT: String(port), METRICS_PORT: String(metricsPort) });
+    }
+  }
+  // settlement-1 first: it creates the run's topics, which the others then find.
+  await fleet.start('settlement-1');
+  await Promise.all(
+    fleet
+      .names()
+      .filter((name) => name !== 'settlement-1')
+      .map((name) => fleet.start(name)),
+  );
+  say(`${fleet.names().length} processes ready; APIs at ${apiUrls.join(' ')}`);
+
+  const conditionsAtStart = loadAverage(
+    `conditions (${os.availableParallelism()} cores): load average at the start`,
+  );
+  const timeline = new Timeline();
+  faultContext.timeline = timeline;
+  // The load runs until TAIL_SECONDS after the last fault was undone (k6 stops on SIGINT); a
+  // slow restart then never leaves a later fault without load. The cap only bounds a lost k6.
+  const loadCapSeconds = options.durationSeconds * 4;
+  const common = {
+    API_KEYS: apiKeys.join(','),
+    BASE_URLS: apiUrls.join(','),
+    MAX_ATTEMPTS: String(CLIENT_MAX_ATTEMPTS),
+  };
+  const k6Script = (script: 'storm' | 'mix', extra: Record<string, string>) =>
+    startK6(k6, root, {
+      script,
+      env: { ...common, RUN_ID: `${runId}-${script}`, ...extra },
+      csvPath: path.join(runDir, `k6-${script}.csv`),
+      summaryPath: path.join(runDir, `k6-${script}-summary.json`),
+      outputPath: path.join(runDir, `k6-${script}.out`),
+    });
+  k6Runs.push(
+    k6Script('storm', {
+      // Far more keys than the run gets through: the storm runs for the whole duration.
+      KEYS: '1000000',
+      COPIES: String(options.copies),
+      VUS: String(options.stormVus),
+      MAX_DURATION: `${loadCapSeconds}s`,
+    }),
+    k6Script('mix', {
+      RATE: String(options.rate),
+      DURATION: `${loadCapSeconds}s`,
+      // Room for every request of a frozen dependency's window to be in flight at once.
+      VUS: String(Math.max(20, options.rate * 3)),
+    }),
+  );
+  timeline.note(
+    `load started: storm (${options.stormVus} VUs x ${options.copies} copies over ${apiUrls.length} APIs) and mix (${options.rate}/s with failure tokens)`,
+  );
+
+  const windows: FaultWindow[] = [];
+  for (const fault of planFaults(options.durationSeconds, options.kafka3)) {
+    await sleep(fault.atSeconds * 1000 - timeline.now());
+    windows.push(await runFault(fault, faultContext));
+  }
+  timeline.note(`every fault undone; ${TAIL_SECONDS} s more load`);
+  await sleep(TAIL_SECONDS * 1000);
+  for (const run of k6Runs) run.child.kill('SIGINT');
+  const k6Codes = await Promise.all(k6Runs.map((run) => run.exited));
+  timeline.note('load finished');
+
+  timeline.note(`verify --wait ${options.verifyWaitSeconds} (the pipeline drains first)`);
+  const verify = await runCommand(
+    process.execPath,
+    [
+      path.join(root, ENTRY_POINTS.verify),
+      '--wait',
+      String(options.verifyWaitSeconds),
+      '--grace',
+      String(VERIFY_GRACE_SECONDS),
+    ],
+    { cwd: root, env, timeoutMs: (options.verifyWaitSeconds + 300) * 1000 },
+  );
+  timeline.note(`verify exited ${verify.code ?? 'by a signal'}`);
+  await fleet.stopAll();
+  timeline.note('every process stopped');
+
+  const samples = (
+    await Promise.all(k6Runs.map((run) => readRequestSamples(run.script.csvPath).catch(() => [])))
+  ).flat();
+  const report: ChaosReport = {
+    runId,
+    settings: `${describeSettings(options, apiUrls.length, endpoints.KAFKA_BROKERS)}\n${conditionsAtStart}, ${loadAverage('at the end')}`,
+    timeline: timeline.events,
+    ...summarizeRequests(samples, timeline.startedAt, windows, options.deadlineMs),
+    k6: k6Runs.map((run, i) => ({
+      script: run.script.script,
+      exitCode: k6Codes[i] ?? null,
+      summary: readK6Summary(run.script.summaryPath, run.script.script),
+    })),
+    logs: fleet.logCounts(),
+    verify: { exitCode: verify.code, output: `${verify.stderr}${verify.stdout}` },
+    failures: [],
+  };
+  report.failures = judge(report, options);
+  const text = formatChaosReport(report);
+  writeFileSync(path.join(runDir, 'report.txt'), text);
+  writeFileSync(path.join(runDir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
+  process.stdout.write(`\n${text}`);
+
+  if (report.failures.length === 0 && !options.keep) {
+    await removeResources(endpoints.DATABASE_URL, endpoints.KAFKA_BROKERS, resources);
+  } else {
+    say(
+      `kept for inspection: database ${resources.databaseName}, topics ${resources.paymentsTopic}, ${resources.dlqTopic}`,
+    );
+  }
+  cleanup.done();
+  return report.failures.length === 0 ? 0 : 1;
+}
+
+/** The reasons a run fails: verify always; client invariants and bounds with --strict. */
+function judge(report: ChaosReport, options: ChaosOptions): string[] {
+  const failures: string[] = [];
+  if (report.verify.exitCode !== 0) {
+    failures.push(
+      report.verify.exitCode === 1
+        ? 'verify found violations'
+        : `verify could not verify (exit ${report.verify.exitCode ?? 'by a signal'})`,
+    );
+  }
+  for (const { script, exitCode, summary } of report.k6) {
+    // 0 passed, 99 thresholds crossed, 105 stopped by chaos (SIGINT): all ran the load.
+    if (exitCode !== 0 && exitCode !== 99 && exitCode !== 105)
+      failures.push(`k6 ${script} did not run (exit ${exitCode ?? 'none'})`);
+    if (!options.strict || !summary) continue;
+    for (const [name, n] of Object.entries(summary.counters)) {
+      if (
+        /^storm_(id_mismatch|body_mismatch|created_twice|unexpected_status|keys_without_payment)$/.test(
+          name,
+        ) &&
+        n > 0
+      ) {
+        failures.push(`${script}: ${name} = ${n}`);
+      }
+    }
+    for (const [name, n] of Object.entries(summary.failedChecks)) {
+      if (n > 0) failures.push(`${script}: check "${name}" failed ${n} times`);
+    }
+  }
+  if (options.strict) {
+    for (const window of report.windows) {
+      if (window.boundMet === false) failures.push(`${window.label}: missed ${window.bound ?? ''}`);
+    }
+  }
+  return failures;
+}
+
+function describeSettings(options: ChaosOptions, apis: number, brokers: string): string {
+  return [
+    `settings: --duration ${options.durationSeconds} --processes ${options.processes}`,
+    `--rate ${options.rate} --storm-vus ${options.stormVus} --copies ${options.copies}`,
+    `${options.kafka3 ? '--kafka3 ' : ''}${options.strict ? '--strict ' : ''}(${apis} APIs; Kafka ${brokers})`,
+  ].join(' ');
+}
+
+async function removeResources(
+  adminUrl: string,
+  brokers: string,
+  resources: RunResources,
+): Promise<void> {
+  await Promise.allSettled([
+    dropDatabase(adminUrl, resources.databaseName),
+    deleteTopics(brokers, [resources.paymentsTopic, resources.dlqTopic]),
+  ]);
+}
+
+/** On a shared machine the neighbours move every latency: the report says how busy it was. */
+function loadAverage(label: string): string {
+  return `${label} ${os.loadavg()[0]?.toFixed(1) ?? '?'}`;
+}
+
+/** A port nothing listens on right now (the OS picks it). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => {
+        resolve(port);
+      });
+    });
+  });
+}
+
+/**
+ * Whatever ends the run (an error, Ctrl-C, SIGTERM), frozen services are thawed first, stopped
+ * ones started again, and every process chaos started is stopped. On a normal end `done()`
+ * only removes the handlers (main has already stopped everything).
+ */
+function installCleanup(
+  stack: StackControl,
+  fleet: RoleFleet,
+  k6Runs: readonly RunningK6[],
+  ctx: FaultContext,
+): { run: () => Promise<void>; done: () => void } {
+  let ran = false;
+  const lastResort = () => {
+    stack.thawAllNow();
+    fleet.killAllNow();
+    for (const run of k6Runs) if (run.child.exitCode === null) run.child.kill('SIGKILL');
+  };
+  const run = async () => {
+    if (ran) return;
+    ran = true;
+    stack.thawAllNow();
+    for (const k6 of k6Runs) if (k6.child.exitCode === null) k6.child.kill('SIGTERM');
+    for (const service of ctx.stopped) {
+      process.stderr.write(`chaos: starting ${service} again (stopped by this run)\n`);
+      await stack.start(service).catch((error: unknown) => {
+        process.stderr.write(`chaos: could not start ${service}: ${String(error)}\n`);
+      });
+    }
+    await fleet.stopAll();
+  };
+  const onSignal = (signal: NodeJS.Signals) => {
+    process.stderr.write(
+      `chaos: ${signal}: thawing, restarting and stopping what this run started\n`,
+    );
+    void run().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+  };
+  process.on('exit', lastResort);
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return {
+    run,
+    done: () => {
+      ran = true;
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    },
+  };
+}
+
+/** The running cleanup, for a run that ends in an error. */
+const active: { cleanup: (() => Promise<void>) | null } = { cleanup: null };
+try {
+  process.exitCode = await main();
+} catch (error) {
+  if (error instanceof ChaosUsageError || isParseArgsError(error)) {
+    process.stderr.write(`${error.message}\n${CHAOS_USAGE}\n`);
+  } else {
+    process.stderr.write(
+      `chaos: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
+  }
+  await active.cleanup?.();
+  process.exitCode = 2;
+}
+
+function isParseArgsError(error: unknown): error is Error {
+  return (
+    error instanceof Error &&
+    String((error as Error & { code?: unknown }).code).startsWith('ERR_PARSE_ARGS')
+  );
+}

@@ -1,0 +1,69 @@
+import { Kafka, logLevel } from 'kafkajs';
+import pg from 'pg';
+
+/**
+ * The run's own resources on a shared stack: a database (fresh, so verify can judge all of it,
+ * including rows that belong to no payment), its two topics and consumer group, and a Redis
+ * key prefix. Nothing another user of the stack has is read, written or judged.
+ */
+export interface RunResources {
+  databaseName: string;
+  databaseUrl: string;
+  paymentsTopic: string;
+  dlqTopic: string;
+  consumerGroup: string;
+  redisPrefix: string;
+}
+
+export function runResources(runId: string, stackDatabaseUrl: string): RunResources {
+  const databaseName = runId.replace(/-/g, '_');
+  const url = new URL(stackDatabaseUrl);
+  url.pathname = `/${databaseName}`;
+  return {
+    databaseName,
+    databaseUrl: url.toString(),
+    paymentsTopic: `${runId}.payments`,
+    dlqTopic: `${runId}.dlq`,
+    consumerGroup: `${runId}-settlement`,
+    redisPrefix: `${runId}:`,
+  };
+}
+
+export async function createDatabase(adminUrl: string, name: string): Promise<void> {
+  await withClient(adminUrl, (client) => client.query(`CREATE DATABASE ${name}`));
+}
+
+export async function dropDatabase(adminUrl: string, name: string): Promise<void> {
+  await withClient(adminUrl, (client) =>
+    client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+  );
+}
+
+export async function deleteTopics(brokers: string, topics: readonly string[]): Promise<void> {
+  const kafka = new Kafka({
+    clientId: 'chaos-cleanup',
+    brokers: brokers.split(','),
+    logLevel: logLevel.NOTHING,
+    connectionTimeout: 3_000,
+    retry: { retries: 2 },
+  });
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const existing = new Set(await admin.listTopics());
+    const present = topics.filter((topic) => existing.has(topic));
+    if (present.length > 0) await admin.deleteTopics({ topics: present, timeout: 10_000 });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+async function withClient<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
