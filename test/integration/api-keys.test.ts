@@ -222,7 +222,7 @@ async function cli(
   const config = testConfig({ DATABASE_URL: db.url });
   const child = spawn(
     process.execPath,
-    [path.join(REPO_ROOT, 'dist/scripts', `${script}.js`), ...args],
+    [path.join(REPO_ROOT, 'dist/cli', `${script}.js`), ...args],
     {
       env: { PATH: process.env.PATH ?? '', DATABASE_URL: config.DATABASE_URL, LOG_LEVEL: 'warn' },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -42,6 +42,8 @@ function settlementEnv(): Record<string, string> {
     KAFKA_CONSUMER_GROUP: config.KAFKA_CONSUMER_GROUP,
     METRICS_PORT: '0',
     LOG_LEVEL: 'info',
+    // The test database's owner: these processes run with the suite's login.
+    DB_ALLOW_PRIVILEGED_LOGIN: 'true',
     ...FAST_SETTLEMENT,
     SETTLEMENT_LEASE_MS: '1000',
   };
