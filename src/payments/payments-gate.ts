@@ -12,8 +12,8 @@ export interface PaymentsGateDeps {
   unauthenticatedPolicy: RatePolicy;
 }
 
-/** `Bearer <key>`, the scheme case-insensitive (RFC 9110 section 11.1). */
-const BEARER = /^bearer ([\x21-\x7e]{1,200})$/i;
+/** `Bearer <key>`: the scheme case-insensitive, one or more spaces before the key (RFC 9110 section 11.1, `1*SP`). */
+const BEARER = /^bearer +([\x21-\x7e]{1,200})$/i;
 
 /**
  * Authentication and rate limits in front of every /payments route, before any payment work:
