@@ -2,7 +2,7 @@ import type { Merchant } from '../merchants/merchant-repository.js';
 import type { Config } from '../platform/config.js';
 import type { Queryable } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
-import { createOutageLog } from '../platform/outage-log.js';
+import { createOutageLog, type OutageLog } from '../platform/outage-log.js';
 import { acquireKeyLock } from './acquire-key-lock.js';
 import { awaitInFlightTwin, type InFlightDeps } from './await-in-flight-twin.js';
 import { cacheResponse } from './cache-response.js';
@@ -29,6 +29,11 @@ export interface IdempotentCreateDeps {
     | 'REDIS_BREAKER_COOLDOWN_MS'
     | 'OUTAGE_LOG_INTERVAL_MS'
   >;
+  /**
+   * The process's one log of Redis outages, shared with the rate limiter and the other creating
+   * routes so one outage costs one set of lines; a new one when absent.
+   */
+  redisOutage?: OutageLog;
   /** Fault injection for tests: runs after the lock is taken, before the database write. */
   beforeWrite?: () => Promise<void>;
   sleep?: (ms: number) => Promise<void>;
@@ -48,7 +53,7 @@ export function createIdempotentCreate(deps: IdempotentCreateDeps) {
     failClosed: config.REDIS_FAILURE_MODE === 'closed',
     retryAfterSeconds: config.UNAVAILABLE_RETRY_AFTER_SECONDS,
     cooldownMs: config.REDIS_BREAKER_COOLDOWN_MS,
-    outage: createOutageLog('redis', logger, config.OUTAGE_LOG_INTERVAL_MS),
+    outage: deps.redisOutage ?? createOutageLog('redis', logger, config.OUTAGE_LOG_INTERVAL_MS),
   });
   const inFlight: InFlightDeps = {
     db: deps.db,

@@ -15,6 +15,8 @@ import { insertNewPayment, type WritePaymentDeps } from './write-payment-once.js
 export type { CreateOutcome } from '../idempotency/replay-stored-response.js';
 
 export interface CreatePaymentDeps {
+  /** Shared with the rate limiter: one Redis outage, one set of log lines. */
+  redisOutage?: OutageLog;
   db: Queryable;
   cache: ResponseCache;
   locks: KeyLocks;

@@ -4,7 +4,7 @@ import {
   RateLimiterRes,
   RLWrapperTimeouts,
 } from 'rate-limiter-flexible';
-import type { Logger } from '../platform/logger.js';
+import type { OutageLog } from '../platform/outage-log.js';
 import type { Redis } from '../platform/redis.js';
 import { rateLimitDecisions } from './rate-limit-metrics.js';
 import { TOKEN_BUCKET_SCRIPT } from './token-bucket-script.js';
@@ -37,9 +37,6 @@ export type RateLimit = (
   cost?: number,
 ) => Promise<RateDecision>;
 
-/** One warning per interval while Redis is failing, not one per request (style habit 12). */
-const OUTAGE_LOG_INTERVAL_MS = 10_000;
-
 /**
  * Rate limits shared by every replica through Redis (rate-limiter-flexible's RateLimiterRedis
  * running a token-bucket script), each call bounded by `timeoutMs` (RLWrapperTimeouts). When
@@ -49,10 +46,15 @@ const OUTAGE_LOG_INTERVAL_MS = 10_000;
  */
 export function createRateLimit(
   redis: Redis,
-  options: { keyPrefix: string; timeoutMs: number; logger: Logger },
+  options: {
+    keyPrefix: string;
+    timeoutMs: number;
+    /** The process's Redis outage log: a few lines per outage (no stack), not one per request. */
+    outage: OutageLog;
+  },
 ): RateLimit {
   const limiters = new Map<string, { shared: RLWrapperTimeouts; local: RateLimiterMemory }>();
-  let lastOutageLog = -Infinity;
+  const { outage } = options;
 
   const limitersFor = (scope: string, policy: RatePolicy) => {
     const id = `${scope}:${policy.name}:${policy.ratePerSecond}:${policy.burst}`;
@@ -88,19 +90,15 @@ export function createRateLimit(
     try {
       outcome = await shared.consume(key, cost);
       allowed = true;
+      outage.succeeded();
     } catch (error) {
       if (error instanceof RateLimiterRes) {
         outcome = error;
         allowed = false;
+        outage.succeeded();
       } else {
         store = 'memory';
-        if (performance.now() - lastOutageLog >= OUTAGE_LOG_INTERVAL_MS) {
-          lastOutageLog = performance.now();
-          options.logger.warn(
-            { err: error },
-            'rate limiting in this process only: redis failed or was too slow',
-          );
-        }
+        outage.failed(error, { fallback: 'rate limiting in this process only' });
         try {
           outcome = await local.consume(key, cost);
           allowed = true;

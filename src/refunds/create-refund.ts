@@ -11,8 +11,11 @@ import type { Pool } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
 import { insertRefundOnce } from './insert-refund-once.js';
 import type { CreateRefundBody } from './refund-schemas.js';
+import type { OutageLog } from '../platform/outage-log.js';
 
 export interface CreateRefundDeps {
+  /** Shared with the rate limiter: one Redis outage, one set of log lines. */
+  redisOutage?: OutageLog;
   pool: Pool;
   cache: ResponseCache;
   locks: KeyLocks;

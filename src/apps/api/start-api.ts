@@ -28,8 +28,11 @@ export async function startApi(
   const cache = createResponseCache(redis, config.REDIS_KEY_PREFIX);
   const locks = createKeyLocks(redis, config.REDIS_KEY_PREFIX, config.IDEMPOTENCY_LOCK_TTL_MS);
   const postgresOutage = createOutageLog('postgres', logger, config.OUTAGE_LOG_INTERVAL_MS);
+  // One per process: the idempotency steps and the rate limiter report the same outage once.
+  const redisOutage = createOutageLog('redis', logger, config.OUTAGE_LOG_INTERVAL_MS);
   const createPayment = createPaymentService({
     postgresOutage,
+    redisOutage,
     db: pool,
     cache,
     locks,
@@ -37,7 +40,7 @@ export async function startApi(
     config,
     ...(options.beforeWrite ? { beforeWrite: options.beforeWrite } : {}),
   });
-  const createRefund = createRefundService({ pool, cache, locks, logger, config });
+  const createRefund = createRefundService({ pool, cache, locks, logger, config, redisOutage });
   // One gate (authentication + rate limits) shared by the payments and refunds routes.
   const gate: PaymentsGateDeps = {
     authenticator: createAuthenticator(
@@ -48,7 +51,7 @@ export async function startApi(
     rateLimit: createRateLimit(redis, {
       keyPrefix: config.REDIS_KEY_PREFIX,
       timeoutMs: config.RATE_LIMIT_REDIS_TIMEOUT_MS,
-      logger,
+      outage: redisOutage,
     }),
     unauthenticatedPolicy: {
       name: 'unauthenticated',
