@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BENCH_TIER, defineTier } from '../../src/merchants/tier-repository.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import { quantile, report, steadyLoad, summarize } from '../support/steady-load.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
@@ -24,7 +25,9 @@ beforeAll(async () => {
   url.port = String(proxy.port);
   // A generous checkout bound: on a loaded machine the pool, not Redis, would answer 503.
   api = await startTestApi(db, { REDIS_URL: url.toString(), DATABASE_CONNECT_TIMEOUT_MS: '10000' });
-  ({ apiKey } = await api.merchant());
+  await defineTier(db.pool, BENCH_TIER);
+  // A wide tier: the replays after the load would otherwise exceed the default tier's burst.
+  ({ apiKey } = await api.merchant('Gray', BENCH_TIER.name));
 });
 afterAll(async () => {
   proxy.thaw();

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BENCH_TIER, defineTier } from '../../src/merchants/tier-repository.js';
 import { refundEventId } from '../../src/outbox/refund-event-id.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import { postRefund, refundFacts, settledPayment } from '../support/refund-client.js';
@@ -11,9 +12,11 @@ let otherKey: string;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  api = await startTestApi(db, { RATE_LIMIT_PER_SECOND: '100000', RATE_LIMIT_BURST: '100000' });
-  ({ apiKey } = await api.merchant());
-  ({ apiKey: otherKey } = await api.merchant('Other merchant'));
+  api = await startTestApi(db);
+  // A wide tier: the concurrency tests send hundreds of requests at once.
+  await defineTier(db.pool, BENCH_TIER);
+  ({ apiKey } = await api.merchant('Test merchant', BENCH_TIER.name));
+  ({ apiKey: otherKey } = await api.merchant('Other merchant', BENCH_TIER.name));
 });
 
 afterAll(async () => {
