@@ -70,8 +70,9 @@ export const listRefundsQuerySchema = z.strictObject({
     )
     .default(10)
     .describe(`Page size, 1-${MAX_LIST_LIMIT}.`),
+  // Any 8-4-4-4-12 hex id, like the document's format: uuid (see listPaymentsQuerySchema).
   starting_after: z
-    .uuid('must be a refund id')
+    .guid('must be a refund id')
     .optional()
     .describe('A refund id: the page starts after it (newest first).'),
 });

@@ -98,6 +98,10 @@ describe('buildOpenApiDocument', () => {
       'refund_exceeds_payment',
     ]);
     expect(documented['404']).toEqual(['not_found']);
+    // The same body parser as POST /payments: the same 400s.
+    expect(documented['400']).toEqual(
+      [...(BRIEF_ERROR_TABLE[400] ?? []), ...INPUT_HARDENING_400].sort(),
+    );
   });
 
   it.each([

@@ -5,9 +5,10 @@ Two things a schema cannot say, fixed on requests that are meant to be valid onl
 - Idempotency-Key: the generator draws keys from the header's pattern, and small keys repeat
   ("0", "!"), so a second valid body under the same key is a legitimate 422. Valid keys get a
   unique suffix (kept inside the pattern); invalid ones are sent as generated.
-- starting_after: any uuid is schema-valid, but only one of the merchant's own payments is a
-  usable cursor (anything else is a documented 400). Valid values that are not ids this run has
-  seen are replaced by a payment the fuzz merchant owns (FUZZ_PAYMENT_ID).
+- starting_after: any uuid is schema-valid, but only one of the merchant's own payments (or, on
+  /payments/{id}/refunds, a refund of that payment) is a usable cursor (anything else is a
+  documented 400). Valid values that are not ids this run has seen are replaced by a payment the
+  fuzz merchant owns (FUZZ_PAYMENT_ID); on the refunds list it is dropped.
 """
 
 import itertools
@@ -55,7 +56,10 @@ def before_call(context, case, kwargs):
     query = case.query
     if query and _is_positive(case, ParameterLocation.QUERY):
         cursor = query.get("starting_after")
-        if isinstance(cursor, str) and cursor.lower() not in _known_ids:
+        if isinstance(cursor, str) and case.operation.path == "/payments/{id}/refunds":
+            # Only a refund of that very payment is a cursor there; list from the start instead.
+            del query["starting_after"]
+        elif isinstance(cursor, str) and cursor.lower() not in _known_ids:
             query["starting_after"] = os.environ["FUZZ_PAYMENT_ID"]
 
 

@@ -13,7 +13,6 @@ import {
 } from '../../payments/payment-schemas.js';
 import {
   createRefundBodySchema,
-  listRefundsQuerySchema,
   refundListSchema,
   refundSchema,
 } from '../../refunds/refund-schemas.js';
@@ -89,14 +88,16 @@ const idempotencyKeyHeader = {
 
 // Written out rather than converted: the zod schema parses query strings, the document states
 // the values they carry.
+const limitParameter = {
+  name: 'limit',
+  in: 'query',
+  required: false,
+  description: `Page size, 1-${MAX_LIST_LIMIT}.`,
+  schema: { type: 'integer', minimum: 1, maximum: MAX_LIST_LIMIT, default: 10 },
+};
+
 const listParameters = [
-  {
-    name: 'limit',
-    in: 'query',
-    required: false,
-    description: `Page size, 1-${MAX_LIST_LIMIT}.`,
-    schema: { type: 'integer', minimum: 1, maximum: MAX_LIST_LIMIT, default: 10 },
-  },
+  limitParameter,
   {
     name: 'starting_after',
     in: 'query',
@@ -216,6 +217,8 @@ function createRefundOperation(): JsonObject {
         'idempotency_key_missing',
         'idempotency_key_invalid',
         'malformed_json',
+        'malformed_body',
+        'invalid_encoding',
         'validation_failed',
         'unauthorized',
         'not_found',
@@ -233,19 +236,20 @@ function createRefundOperation(): JsonObject {
 }
 
 function listRefundsOperation(): JsonObject {
-  const query = z.toJSONSchema(listRefundsQuerySchema, { io: 'input' }) as {
-    properties: Record<string, JsonObject>;
-  };
   return {
     operationId: 'listRefunds',
     parameters: [
       paymentIdParameter,
-      ...Object.entries(query.properties).map(([name, schema]) => ({
-        name,
+      limitParameter,
+      {
+        name: 'starting_after',
         in: 'query',
         required: false,
-        schema,
-      })),
+        description:
+          "The id of one of this payment's refunds: the page starts after it (newest first). " +
+          'An id that is not one of them is refused with 400 `validation_failed`.',
+        schema: { type: 'string', format: 'uuid' },
+      },
     ],
     responses: {
       '200': {
