@@ -82,6 +82,8 @@ async function main(): Promise<number> {
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     DATABASE_URL: resources.databaseUrl,
+    // Migrations too go to the run's database, whatever `scripts/stack.sh env` exported.
+    MIGRATION_DATABASE_URL: resources.databaseUrl,
     REDIS_URL: endpoints.REDIS_URL,
     KAFKA_BROKERS: endpoints.KAFKA_BROKERS,
     REDIS_KEY_PREFIX: resources.redisPrefix,
