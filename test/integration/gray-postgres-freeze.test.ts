@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BENCH_TIER, defineTier } from '../../src/merchants/tier-repository.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import { report, steadyLoad, summarize } from '../support/steady-load.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
@@ -63,7 +64,9 @@ async function paymentIdsByKey(merchantId: string): Promise<Map<string, string>>
 
 describe('postgres frozen mid-load', () => {
   it('when Postgres freezes for 3 s under 30 new payments/s, then every request is answered within the deadline (202, or 503 + Retry-After), every 202 payment is in the database, and retries leave exactly one payment per key', async () => {
-    const merchant = await api.merchant();
+    // A wide tier: the retries after the load would otherwise exceed the default tier's burst.
+    await defineTier(db.pool, BENCH_TIER);
+    const merchant = await api.merchant('Gray', BENCH_TIER.name);
     for (let i = 0; i < 5; i++) await postPayment(api, { apiKey: merchant.apiKey, key: `w${i}` });
     const loading = steadyLoad(api, merchant.apiKey, {
       ratePerSecond: RATE,
