@@ -31,6 +31,38 @@ interface PaymentForRefund {
 }
 
 /**
+ * The refund's writes once its payment is locked and the amount checked, as data-modifying CTEs
+ * of one statement: the payment's `amount_refunded`, the refund, its idempotency record, its
+ * durable job and its `refund.created` outbox row, keyed by the PAYMENT id so a payment's events
+ * stay in order on one partition. Foreign keys between them are checked at the statement's end.
+ */
+const WRITE_REFUND_SQL = `
+  WITH paid AS (
+    UPDATE payments SET amount_refunded = amount_refunded + $2, updated_at = $3::timestamptz
+     WHERE id = $1
+    RETURNING id
+  ), refund AS (
+    INSERT INTO refunds (id, payment_id, merchant_id, amount, currency, reason, metadata,
+                         status, created_at, updated_at)
+    VALUES ($4, $1, $5, $2, $6, $7, $8, 'pending', $3::timestamptz, $3::timestamptz)
+    RETURNING id
+  ), record AS (
+    INSERT INTO idempotency_keys (merchant_id, idempotency_key, fingerprint, payment_id,
+                                  refund_id, response_status, response_body, created_at,
+                                  expires_at)
+    VALUES ($5, $9, $10, $1, $4, 202, $11::text, $3::timestamptz,
+            $3::timestamptz + make_interval(secs => $12))
+    RETURNING expires_at
+  ), job AS (
+    INSERT INTO refund_jobs (refund_id) VALUES ($4) RETURNING refund_id
+  ), event AS (
+    INSERT INTO outbox (event_id, event_type, aggregate_id, topic, data, created_at)
+    VALUES ($13, 'refund.created', $1, $14, $11::jsonb, $3::timestamptz)
+    RETURNING event_id
+  )
+  SELECT record.expires_at FROM record, paid, refund, job, event`;
+
+/**
  * ONE transaction writes the refund, its idempotency record, its durable job and its
  * `refund.created` outbox row, or nothing. The money invariant: the payment row is locked
  * (FOR UPDATE) so concurrent refunds of one payment are serialized, the remaining amount is
@@ -78,55 +110,24 @@ export async function insertRefundOnce(
         created_at: refund.createdAt.toISOString(),
       };
       const body = JSON.stringify(resource);
-      await client.query(
-        `UPDATE payments SET amount_refunded = amount_refunded + $2, updated_at = $3 WHERE id = $1`,
-        [refund.paymentId, amount, refund.createdAt],
-      );
-      await client.query(
-        `INSERT INTO refunds (id, payment_id, merchant_id, amount, currency, reason, metadata,
-                              status, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $8)`,
-        [
-          refund.refundId,
-          refund.paymentId,
-          refund.merchantId,
-          amount,
-          row.currency,
-          refund.reason,
-          refund.metadata,
-          refund.createdAt,
-        ],
-      );
-      const { rows } = await client.query<{ expires_at: Date }>(
-        `INSERT INTO idempotency_keys (merchant_id, idempotency_key, fingerprint, payment_id,
-                                       refund_id, response_status, response_body, created_at,
-                                       expires_at)
-         VALUES ($1, $2, $3, $4, $5, 202, $6, $7, $7::timestamptz + make_interval(secs => $8))
-         RETURNING expires_at`,
-        [
-          refund.merchantId,
-          refund.idempotencyKey,
-          refund.fingerprint,
-          refund.paymentId,
-          refund.refundId,
-          body,
-          refund.createdAt,
-          refund.ttlSeconds,
-        ],
-      );
-      await client.query('INSERT INTO refund_jobs (refund_id) VALUES ($1)', [refund.refundId]);
-      // Keyed by the PAYMENT id: a payment's events stay in order on one partition.
-      await client.query(
-        `INSERT INTO outbox (event_id, event_type, aggregate_id, topic, data, created_at)
-         VALUES ($1, 'refund.created', $2, $3, $4, $5)`,
-        [
-          refundEventId(refund.refundId, 'refund.created'),
-          refund.paymentId,
-          refund.topic,
-          body,
-          refund.createdAt,
-        ],
-      );
+      // One statement for the five writes: the payment's row lock is held for as few round
+      // trips as possible (refunds of one payment queue on it).
+      const { rows } = await client.query<{ expires_at: Date }>(WRITE_REFUND_SQL, [
+        refund.paymentId,
+        amount,
+        refund.createdAt,
+        refund.refundId,
+        refund.merchantId,
+        row.currency,
+        refund.reason,
+        refund.metadata,
+        refund.idempotencyKey,
+        refund.fingerprint,
+        body,
+        refund.ttlSeconds,
+        refundEventId(refund.refundId, 'refund.created'),
+        refund.topic,
+      ]);
       const expiresAt = rows[0]?.expires_at ?? refund.createdAt;
       return {
         paymentId: refund.paymentId,
