@@ -24,7 +24,8 @@ export interface Claim {
   events: ClaimedEvent[];
 }
 
-interface ClaimedRow {
+/** An outbox row as the relay's claim (and the tools' readers) select it. */
+export interface ClaimedRow {
   id: string;
   event_id: string;
   event_type: string;
@@ -85,7 +86,7 @@ export async function claimEvents(db: Queryable, limit: number, leaseMs: number)
   return { owner, events: rows.map(toClaimedEvent).sort((a, b) => compareIds(a.id, b.id)) };
 }
 
-function toClaimedEvent(row: ClaimedRow): ClaimedEvent {
+export function toClaimedEvent(row: ClaimedRow): ClaimedEvent {
   return {
     id: row.id,
     eventId: row.event_id,
