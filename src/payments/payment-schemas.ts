@@ -166,16 +166,19 @@ export const paymentListSchema = z
 
 export const MAX_LIST_LIMIT = 100;
 
+/** The `limit` query parameter of every list route (a query string, parsed to an integer). */
+export const listLimitSchema = z
+  .string()
+  .regex(/^\d+$/, 'must be an integer')
+  .transform(Number)
+  .pipe(
+    z.int().min(1, 'must be at least 1').max(MAX_LIST_LIMIT, `must be at most ${MAX_LIST_LIMIT}`),
+  )
+  .default(10)
+  .describe(`Page size, 1-${MAX_LIST_LIMIT}.`);
+
 export const listPaymentsQuerySchema = z.strictObject({
-  limit: z
-    .string()
-    .regex(/^\d+$/, 'must be an integer')
-    .transform(Number)
-    .pipe(
-      z.int().min(1, 'must be at least 1').max(MAX_LIST_LIMIT, `must be at most ${MAX_LIST_LIMIT}`),
-    )
-    .default(10)
-    .describe(`Page size, 1-${MAX_LIST_LIMIT}.`),
+  limit: listLimitSchema,
   // Any 8-4-4-4-12 hex id (what Postgres' uuid type and the document's format: uuid accept);
   // z.uuid() would refuse ids whose version nibble is not 1-8.
   starting_after: z

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MAX_AMOUNT, MAX_LIST_LIMIT, SUPPORTED_CURRENCIES } from '../payments/payment-schemas.js';
+import { listLimitSchema, MAX_AMOUNT, SUPPORTED_CURRENCIES } from '../payments/payment-schemas.js';
 
 /** The request and response schemas of the refunds API (validation and OpenAPI). */
 
@@ -61,15 +61,7 @@ export const refundListSchema = z
   .meta({ id: 'RefundList' });
 
 export const listRefundsQuerySchema = z.strictObject({
-  limit: z
-    .string()
-    .regex(/^\d+$/, 'must be an integer')
-    .transform(Number)
-    .pipe(
-      z.int().min(1, 'must be at least 1').max(MAX_LIST_LIMIT, `must be at most ${MAX_LIST_LIMIT}`),
-    )
-    .default(10)
-    .describe(`Page size, 1-${MAX_LIST_LIMIT}.`),
+  limit: listLimitSchema,
   // Any 8-4-4-4-12 hex id, like the document's format: uuid (see listPaymentsQuerySchema).
   starting_after: z
     .guid('must be a refund id')
