@@ -1,12 +1,5 @@
-import { z } from 'zod';
-import { ERRORS, type ErrorCode } from '../../http/api-error.js';
-import {
-  IDEMPOTENCY_KEY_HEADER_MAX_LENGTH,
-  IDEMPOTENCY_KEY_HEADER_PATTERN,
-} from '../../idempotency/idempotency-key-header.js';
 import {
   createPaymentBodySchema,
-  MAX_LIST_LIMIT,
   paymentListSchema,
   paymentSchema,
   problemSchema,
@@ -16,85 +9,20 @@ import {
   refundListSchema,
   refundSchema,
 } from '../../refunds/refund-schemas.js';
-
-type JsonObject = Record<string, unknown>;
-
-/**
- * Converts zod schemas to OpenAPI 3.1 component schemas (JSON Schema 2020-12). Named schemas
- * (`.meta({ id })`) become components; `$defs` references are rewritten to point at them.
- */
-function components(entries: { schema: z.ZodType; io: 'input' | 'output' }[]): JsonObject {
-  const schemas: JsonObject = {};
-  for (const { schema, io } of entries) {
-    const json = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as JsonObject;
-    const defs = (json.$defs ?? {}) as JsonObject;
-    for (const [name, def] of Object.entries(defs)) {
-      schemas[name] = JSON.parse(
-        JSON.stringify(def).replaceAll('"#/$defs/', '"#/components/schemas/'),
-      ) as unknown;
-    }
-  }
-  return schemas;
-}
-
-const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
-
-/** Errors whose answer tells the client when to retry. */
-const RETRY_AFTER: ReadonlySet<ErrorCode> = new Set([
-  'idempotency_key_in_use',
-  'rate_limited',
-  'service_unavailable',
-]);
-
-function problems(...codes: ErrorCode[]): JsonObject {
-  const byStatus = new Map<number, ErrorCode[]>();
-  for (const code of codes) {
-    const status = ERRORS[code].status;
-    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
-  }
-  return Object.fromEntries(
-    [...byStatus].map(([status, list]) => [
-      String(status),
-      {
-        description: list.map((c) => `\`${c}\`: ${ERRORS[c].title}`).join('; '),
-        ...(list.some((c) => RETRY_AFTER.has(c))
-          ? { headers: { 'Retry-After': { schema: { type: 'string', pattern: '^[0-9]+$' } } } }
-          : {}),
-        content: {
-          'application/problem+json': {
-            // The codes this status carries here, so clients can switch on `code` exhaustively.
-            schema: { allOf: [ref('Problem'), { properties: { code: { enum: list } } }] },
-          },
-        },
-      },
-    ]),
-  );
-}
-
-const idempotencyKeyHeader = {
-  name: 'Idempotency-Key',
-  in: 'header',
-  required: true,
-  description:
-    'Client-chosen key, 1-255 visible ASCII characters (the quoted structured-field form "abc" means abc). ' +
-    'Retries with the same key and body replay the stored response; a different body is 422.',
-  schema: {
-    type: 'string',
-    minLength: 1,
-    maxLength: IDEMPOTENCY_KEY_HEADER_MAX_LENGTH,
-    pattern: IDEMPOTENCY_KEY_HEADER_PATTERN.source,
-  },
-};
-
-// Written out rather than converted: the zod schema parses query strings, the document states
-// the values they carry.
-const limitParameter = {
-  name: 'limit',
-  in: 'query',
-  required: false,
-  description: `Page size, 1-${MAX_LIST_LIMIT}.`,
-  schema: { type: 'integer', minimum: 1, maximum: MAX_LIST_LIMIT, default: 10 },
-};
+import {
+  components,
+  idempotencyKeyHeader,
+  limitParameter,
+  paymentIdParameter,
+  problems,
+  ref,
+  type JsonObject,
+} from './openapi-parts.js';
+import {
+  createRefundOperation,
+  getRefundOperation,
+  listRefundsOperation,
+} from './refunds-openapi.js';
 
 const listParameters = [
   limitParameter,
@@ -108,13 +36,6 @@ const listParameters = [
     schema: { type: 'string', format: 'uuid' },
   },
 ];
-
-const paymentIdParameter = {
-  name: 'id',
-  in: 'path',
-  required: true,
-  schema: { type: 'string', format: 'uuid' },
-};
 
 function createPaymentOperation(): JsonObject {
   return {
@@ -185,96 +106,6 @@ function getPaymentOperation(): JsonObject {
       '200': {
         description: 'The payment.',
         content: { 'application/json': { schema: ref('Payment') } },
-      },
-      ...problems('unauthorized', 'not_found', 'rate_limited', 'service_unavailable'),
-    },
-  };
-}
-
-function createRefundOperation(): JsonObject {
-  return {
-    operationId: 'createRefund',
-    description:
-      'Refunds a settled payment, in full (amount left out: what is left) or in part. The same ' +
-      'idempotency contract as POST /payments, in the same per-merchant key space (a key used on ' +
-      'another endpoint is 422). The sum of refunds that are not failed never exceeds the amount.',
-    parameters: [paymentIdParameter, idempotencyKeyHeader],
-    requestBody: {
-      required: true,
-      content: { 'application/json': { schema: ref('CreateRefundRequest') } },
-    },
-    responses: {
-      '202': {
-        description:
-          'Accepted (pending; the acquirer is called asynchronously) or the stored response replayed (header Idempotent-Replayed: true). Location: /refunds/{id}.',
-        headers: {
-          Location: { schema: { type: 'string' } },
-          'Idempotent-Replayed': { schema: { type: 'string', enum: ['true'] } },
-        },
-        content: { 'application/json': { schema: ref('Refund') } },
-      },
-      ...problems(
-        'idempotency_key_missing',
-        'idempotency_key_invalid',
-        'malformed_json',
-        'malformed_body',
-        'invalid_encoding',
-        'validation_failed',
-        'unauthorized',
-        'not_found',
-        'idempotency_key_in_use',
-        'payload_too_large',
-        'unsupported_media_type',
-        'idempotency_key_reused',
-        'payment_not_refundable',
-        'refund_exceeds_payment',
-        'rate_limited',
-        'service_unavailable',
-      ),
-    },
-  };
-}
-
-function listRefundsOperation(): JsonObject {
-  return {
-    operationId: 'listRefunds',
-    parameters: [
-      paymentIdParameter,
-      limitParameter,
-      {
-        name: 'starting_after',
-        in: 'query',
-        required: false,
-        description:
-          "The id of one of this payment's refunds: the page starts after it (newest first). " +
-          'An id that is not one of them is refused with 400 `validation_failed`.',
-        schema: { type: 'string', format: 'uuid' },
-      },
-    ],
-    responses: {
-      '200': {
-        description: "The payment's refunds, newest first.",
-        content: { 'application/json': { schema: ref('RefundList') } },
-      },
-      ...problems(
-        'validation_failed',
-        'unauthorized',
-        'not_found',
-        'rate_limited',
-        'service_unavailable',
-      ),
-    },
-  };
-}
-
-function getRefundOperation(): JsonObject {
-  return {
-    operationId: 'getRefund',
-    parameters: [paymentIdParameter],
-    responses: {
-      '200': {
-        description: 'The refund.',
-        content: { 'application/json': { schema: ref('Refund') } },
       },
       ...problems('unauthorized', 'not_found', 'rate_limited', 'service_unavailable'),
     },
