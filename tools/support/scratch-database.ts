@@ -40,9 +40,20 @@ export async function createScratchDatabase(
 }
 
 export async function dropScratchDatabase(serverUrl: string, name: string): Promise<void> {
-  await withAdmin(serverUrl, (admin) =>
-    admin.query(`DROP DATABASE IF EXISTS ${identifier(name)} WITH (FORCE)`),
-  );
+  // WITH (FORCE) run by a non-superuser fails with 42501 when an autovacuum worker happens to be
+  // in the database (Postgres 15 checks the right to signal it like a user's backend). The
+  // worker is done with a scratch database within moments: try again a few times.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await withAdmin(serverUrl, (admin) =>
+        admin.query(`DROP DATABASE IF EXISTS ${identifier(name)} WITH (FORCE)`),
+      );
+      return;
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== '42501' || attempt >= 10) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
 }
 
 /** Drops every database whose name starts with `prefix` (a test run's leftovers). */
