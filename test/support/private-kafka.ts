@@ -81,6 +81,18 @@ function exited(child: ChildProcess): Promise<number | null> {
   return new Promise((resolve) => child.once('exit', resolve));
 }
 
+/**
+ * A KRaft cluster id: 16 random bytes in URL-safe base64, as StorageTool random-uuid prints.
+ * Like Kafka's own generator it never starts with '-': the tool's argument parser would read
+ * such an id as an option and refuse it (1 run in 64 failed that way in CI).
+ */
+export function kraftClusterId(): string {
+  for (;;) {
+    const id = randomBytes(16).toString('base64url');
+    if (!id.startsWith('-')) return id;
+  }
+}
+
 export async function startPrivateKafka(): Promise<PrivateKafka> {
   const dir = await mkdtemp(path.join(tmpdir(), 'private-kafka-'));
   const [port, controllerPort] = [await freePort(), await freePort()];
@@ -110,8 +122,7 @@ export async function startPrivateKafka(): Promise<PrivateKafka> {
       '',
     ].join('\n'),
   );
-  // A KRaft cluster id is 16 random bytes in URL-safe base64 (what StorageTool random-uuid prints).
-  const clusterId = randomBytes(16).toString('base64url');
+  const clusterId = kraftClusterId();
   const format = java(['kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', conf]);
   if ((await exited(format)) !== 0) throw new Error('kafka StorageTool format failed');
 
