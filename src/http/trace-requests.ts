@@ -7,7 +7,7 @@ import {
   trace,
 } from '@opentelemetry/api';
 import type { NextFunction, Request, Response } from 'express';
-import { tracer } from '../platform/tracing.js';
+import { continuable, contextWithSpan, tracer } from '../platform/tracing.js';
 import { routeOf } from './route-of.js';
 
 /** Probes and scrapes: a span per call every few seconds would be noise. */
@@ -27,7 +27,7 @@ export function traceRequests() {
       next();
       return;
     }
-    const active = context.active();
+    const active = continuable(context.active());
     const parent = trace.getSpan(active) ? active : propagation.extract(ROOT_CONTEXT, req.headers);
     const span = tracer.startSpan(
       req.method,
@@ -47,6 +47,6 @@ export function traceRequests() {
       if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
       span.end();
     });
-    context.with(trace.setSpan(parent, span), next);
+    context.with(contextWithSpan(parent, span), next);
   };
 }

@@ -1,4 +1,5 @@
 import { context, propagation, ROOT_CONTEXT, type Context } from '@opentelemetry/api';
+import { continuable } from '../platform/tracing.js';
 
 /**
  * A W3C trace context as the CloudEvents distributed-tracing extension carries it: stored with
@@ -12,10 +13,13 @@ export interface TraceContext {
 
 export const NO_TRACE_CONTEXT: TraceContext = { traceparent: null, tracestate: null };
 
-/** The active span's context (what a row written now should carry); nulls when tracing is off. */
+/**
+ * The active span's context, or the sampled-out one's (what a row written now should carry);
+ * nulls when tracing is off.
+ */
 export function currentTraceContext(active: Context = context.active()): TraceContext {
   const carrier: Record<string, string> = {};
-  propagation.inject(active, carrier);
+  propagation.inject(continuable(active), carrier);
   return { traceparent: carrier.traceparent ?? null, tracestate: carrier.tracestate ?? null };
 }
 

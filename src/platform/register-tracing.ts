@@ -1,6 +1,6 @@
 import { register } from 'node:module';
 import path from 'node:path';
-import { startTracing } from './start-tracing.js';
+import { traceExporterName } from './tracing-env.js';
 
 /**
  * Preloaded with `node --import ./dist/platform/register-tracing.js dist/apps/<role>/main.js`:
@@ -9,7 +9,12 @@ import { startTracing } from './start-tracing.js';
  * defaults to `payments-<role>` from the entry file's folder; OTEL_SERVICE_NAME overrides it.
  */
 const role = path.basename(path.dirname(process.argv[1] ?? 'service'));
-const tracing = startTracing(`payments-${role}`);
+// Tracing off (no exporter): the SDK is not even loaded, and the service's spans stay the API's
+// no-ops, as without the preload (DESIGN 70).
+const tracing =
+  traceExporterName(process.env) === null
+    ? null
+    : (await import('./start-tracing.js')).startTracing(`payments-${role}`);
 if (tracing !== null) {
   register('@opentelemetry/instrumentation/hook.mjs', import.meta.url);
   // CLIs end when their work is done: flush the last spans first. Services flush on SIGTERM

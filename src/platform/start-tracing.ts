@@ -12,6 +12,7 @@ import {
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import { setTracingShutdown } from './tracing.js';
+import { traceExporterName, type TraceExporterName } from './tracing-env.js';
 
 export interface TracingHandle {
   /** Flushes the spans still queued and stops the provider. */
@@ -42,8 +43,9 @@ export function startTracing(
   env: NodeJS.ProcessEnv = process.env,
 ): TracingHandle | null {
   if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return null;
-  const processor = spanProcessor(env.OTEL_TRACES_EXPORTER, options.exporter);
-  if (!processor) return null;
+  const exporter = traceExporterName(env);
+  if (!options.exporter && exporter === null) return null;
+  const processor = spanProcessor(exporter, options.exporter);
   const detected = detectResources({ detectors: [envDetector] });
   const resource = resourceFromAttributes({ [ATTR_SERVICE_NAME]: defaultName }).merge(detected);
   const provider = new NodeTracerProvider({ resource, spanProcessors: [processor] });
@@ -52,7 +54,12 @@ export function startTracing(
     tracerProvider: provider,
     instrumentations: [
       new PgInstrumentation({ requireParentSpan: true }),
-      new IORedisInstrumentation({ requireParentSpan: true }),
+      // The command name only: the default statement copies keys (merchant ids, idempotency
+      // keys) into every span and costs a serialization per command.
+      new IORedisInstrumentation({
+        requireParentSpan: true,
+        dbStatementSerializer: (name) => name,
+      }),
     ],
   });
   const shutdown = async () => {
@@ -64,17 +71,11 @@ export function startTracing(
 }
 
 function spanProcessor(
-  name: string | undefined,
+  name: TraceExporterName | null,
   testExporter: SpanExporter | undefined,
-): SimpleSpanProcessor | BatchSpanProcessor | null {
+): SimpleSpanProcessor | BatchSpanProcessor {
   if (testExporter) return new SimpleSpanProcessor(testExporter);
-  switch (name?.trim().toLowerCase()) {
-    case 'otlp':
-      return new BatchSpanProcessor(new OTLPTraceExporter());
-    case 'console':
-      return new BatchSpanProcessor(new ConsoleSpanExporter());
-    default:
-      // Unset, `none`, or an exporter this build does not ship: tracing stays off.
-      return null;
-  }
+  return new BatchSpanProcessor(
+    name === 'console' ? new ConsoleSpanExporter() : new OTLPTraceExporter(),
+  );
 }

@@ -1,5 +1,6 @@
 import {
   context,
+  createContextKey,
   SpanStatusCode,
   trace,
   type Context,
@@ -14,6 +15,29 @@ import {
  */
 export const tracer = trace.getTracer('payments-service');
 
+const SAMPLED_OUT_SPAN = createContextKey('payments-service sampled-out span');
+
+/**
+ * The context to run a span's work in. A recording span becomes the active span. A span that
+ * is not recording (its trace sampled out, or tracing off) does not: the pg and ioredis
+ * instrumentations then find no parent and skip at once, instead of starting a non-recording
+ * child for every query and command (most of what 10% sampling cost the API, DESIGN 70). Its
+ * context stays under a key of ours, so children (inSpan) and what is written on
+ * (currentTraceContext: the outbox row's traceparent, sampled flag off) still continue it, and
+ * the next hop keeps the same sampling decision.
+ */
+export function contextWithSpan(parent: Context, span: Span): Context {
+  if (span.isRecording()) return trace.setSpan(parent, span);
+  return trace.deleteSpan(parent).setValue(SAMPLED_OUT_SPAN, span);
+}
+
+/** `ctx` with its sampled-out span (contextWithSpan) as the span again, to continue from. */
+export function continuable(ctx: Context): Context {
+  if (trace.getSpan(ctx)) return ctx;
+  const sampledOut = ctx.getValue(SAMPLED_OUT_SPAN) as Span | undefined;
+  return sampledOut ? trace.setSpan(ctx, sampledOut) : ctx;
+}
+
 /**
  * Runs `fn` in a new active span (a child of `parent`, or of the active context), ends it when
  * `fn` settles, and marks it as an error when `fn` rejects. The span is returned to `fn` for
@@ -25,7 +49,9 @@ export function inSpan<T>(
   parent: Context | undefined,
   fn: (span: Span) => Promise<T>,
 ): Promise<T> {
-  return tracer.startActiveSpan(name, options, parent ?? context.active(), async (span) => {
+  const from = continuable(parent ?? context.active());
+  const span = tracer.startSpan(name, options, from);
+  return context.with(contextWithSpan(from, span), async () => {
     try {
       return await fn(span);
     } catch (error) {

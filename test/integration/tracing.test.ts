@@ -102,6 +102,36 @@ describe('tracing', () => {
     expect(mine[1]?.headers.ce_traceparent?.split('-')[2]).toBe(settle.spanContext().spanId);
   });
 
+  it('when a payment is posted in a sampled-out trace, then no span is recorded and both events carry that trace with the sampled flag off', async () => {
+    const traceId = randomBytes(16).toString('hex');
+    const { apiKey } = await api.merchant();
+    const created = await postPayment(api, {
+      apiKey,
+      body: { amount: 4300, currency: 'EUR' },
+      headers: { traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-00` },
+    });
+    expect(created.status).toBe(202);
+    const id = created.json.id as string;
+    await eventually('settled', async () => {
+      const res = await getJson(api, `/payments/${id}`, apiKey);
+      return res.json.status === 'settled' ? true : undefined;
+    });
+    const topic = api.platform.config.KAFKA_TOPIC_PAYMENTS;
+    const mine = await eventually('both records', async () => {
+      const records = (await readTopic(api.platform.kafka, topic, 2)).filter((r) => r.key === id);
+      return records.length === 2 ? records : undefined;
+    });
+    expect(mine.map((r) => r.headers.ce_type)).toEqual(['payment.created', 'payment.settled']);
+    for (const record of mine) {
+      const [, recordTraceId, , flags] = record.headers.ce_traceparent?.split('-') ?? [];
+      expect(recordTraceId).toBe(traceId);
+      expect(flags).toBe('00');
+    }
+    expect(exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId)).toEqual(
+      [],
+    );
+  });
+
   it('when a sampled span is active, then log lines get its trace_id and span_id (the logger mixin), and none outside', async () => {
     const ids = await inSpan('logging', {}, undefined, (span) =>
       Promise.resolve({ ...span.spanContext(), logged: activeTraceIds() }),

@@ -57,7 +57,8 @@ export async function startCpuWindow(
         // A process first seen at the end started within the window: all its time counts.
         total += seconds - (before[name]?.get(pid) ?? 0);
       }
-      used[name] = Math.round(total * 10) / 10;
+      // To the clock tick (10 ms).
+      used[name] = Math.round(total * 100) / 100;
     }
     return used;
   };

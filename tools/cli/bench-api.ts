@@ -4,7 +4,6 @@ import { mkdir, mkdtemp, readFile, readdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import pg from 'pg';
 import {
   apiNodeArgs,
   peakRssMb,
@@ -16,13 +15,10 @@ import {
 import { closedLoop, constantRate, type RunResult, type Shot } from '../bench/load.js';
 import { percentile } from '../bench/percentile.js';
 import { paymentPgbenchDefines, paymentPgbenchScript } from '../bench/pgbench-script.js';
-import { createMerchant } from '../../src/merchants/merchant-repository.js';
-import { BENCH_TIER, defineTier } from '../../src/merchants/tier-repository.js';
 import { loadConfig } from '../../src/platform/config.js';
 import { createLogger } from '../../src/platform/logger.js';
-import { migrateUp } from '../../src/platform/migrate.js';
-import { deleteKeys } from '../bench/measure-pipeline.js';
-import { createScratchDatabase, databaseUrlWithName } from '../support/scratch-database.js';
+import { openBenchDatabase } from '../bench/bench-database.js';
+import { databaseUrlWithName } from '../support/scratch-database.js';
 import { exitOnHelp } from '../support/exit-on-help.js';
 
 /**
@@ -121,26 +117,14 @@ async function pgbench(
 }
 
 async function main(): Promise<void> {
-  const database = `bench_api_${Date.now().toString(36)}`;
-  const scratch = await createScratchDatabase(config.DATABASE_URL, database);
+  const bench = await openBenchDatabase(config, logger, 'bench_api');
+  const { pool, merchant } = bench;
+  const database = bench.name;
   const children: ChildProcess[] = [];
-  const pool = new pg.Pool({ connectionString: databaseUrl(database), max: 2 });
-  // DROP DATABASE ... WITH (FORCE) at the end cuts connections pool.end() has not closed yet.
-  pool.on('error', () => undefined);
   try {
-    await migrateUp(databaseUrl(database), logger);
-    await defineTier(pool, BENCH_TIER);
-    const merchant = await createMerchant(pool, 'bench', BENCH_TIER.name);
     const api = await startProcess(
       serviceEntry('apps/api/main.js'),
-      {
-        DATABASE_URL: databaseUrl(database),
-        LOG_LEVEL,
-        REDIS_KEY_PREFIX: `bench:${database}:`,
-        DATABASE_POOL_MAX: String(Math.max(CONCURRENCY, 4)),
-        // A scratch database owned by the bench's login (DESIGN 68).
-        DB_ALLOW_PRIVILEGED_LOGIN: 'true',
-      },
+      bench.apiEnv(LOG_LEVEL, Math.max(CONCURRENCY, 4)),
       '/healthz',
       apiNodeArgs(),
     );
@@ -266,9 +250,7 @@ async function main(): Promise<void> {
     );
   } finally {
     for (const child of children) child.kill('SIGTERM');
-    await deleteKeys(config, logger, `bench:${database}:`);
-    await pool.end();
-    await scratch.drop();
+    await bench.close();
   }
 }
 

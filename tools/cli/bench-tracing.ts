@@ -1,0 +1,303 @@
+import type { ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import { mkdir, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { openBenchDatabase } from '../bench/bench-database.js';
+import { ROOT, serviceEntry, startProcess } from '../bench/bench-process.js';
+import { startCpuWindow } from '../bench/cpu-usage.js';
+import { closedLoop, type Shot } from '../bench/load.js';
+import { percentile } from '../bench/percentile.js';
+import { loadConfig } from '../../src/platform/config.js';
+import { createLogger } from '../../src/platform/logger.js';
+import { exitOnHelp } from '../support/exit-on-help.js';
+
+/**
+ * `npm run bench:tracing`: what tracing costs the new-payment path (issue 13). Three API
+ * processes run side by side on one scratch database:
+ * - `untraced`: no tracing preload (the reference: only the API's built-in no-op spans);
+ * - `off`: the preload (`--import dist/platform/register-tracing.js`) and no exporter, which
+ *   is how `npm start` and `npm run up` deploy it;
+ * - `sampled 10%`: the preload with OTLP/HTTP export to a sink in this process that answers
+ *   200, and `parentbased_traceidratio` 0.1.
+ * The load goes to one of them at a time in short slices (a closed loop), the order rotating
+ * every cycle, so the machine's drift (a neighbour, the table growing) falls on each variant
+ * alike; whole-run runs of a few seconds each moved by 20-30% between runs of one variant.
+ * Two costs per variant against the untraced process:
+ * - throughput: new payments/s of each slice against the untraced slice of the same cycle,
+ *   median over cycles;
+ * - CPU: each API process's CPU time over the whole run (background work such as span export
+ *   included, whenever it ran) per payment it accepted; the extra over the untraced process,
+ *   as a share of what an untraced payment costs the API, Postgres and Redis together (on a
+ *   saturated machine, the throughput it gives up).
+ * Writes reports/bench-tracing-<time>.{json,md}.
+ */
+
+exitOnHelp(`usage: npm run bench:tracing
+What tracing costs new payments: the API without the tracing preload, with it and no exporter
+(off), and with OTLP export and 10% sampling, in rotating rounds; writes
+reports/bench-tracing-<time>.{json,md}. No arguments.
+Environment: BENCH_TRACING_CYCLES (40), BENCH_TRACING_SLICE_SECONDS (1.5), BENCH_CONCURRENCY (16),
+BENCH_LOG_LEVEL (warn), BENCH_TRACING_NODE_ARGS (node flags for every variant's API).`);
+
+const CYCLES = Number(process.env.BENCH_TRACING_CYCLES ?? 40);
+const SLICE_SECONDS = Number(process.env.BENCH_TRACING_SLICE_SECONDS ?? 1.5);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'warn';
+/** Node flags for every variant, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` (where time goes). */
+const EXTRA_NODE_ARGS = (process.env.BENCH_TRACING_NODE_ARGS ?? '').split(' ').filter(Boolean);
+const PRELOAD = ['--import', path.join(ROOT, 'dist/platform/register-tracing.js')];
+/** Issue 13's targets: cost of new payments/s against the untraced API. */
+const TARGET_PCT: Record<string, number> = { off: 2, 'sampled 10%': 10 };
+
+const say = (line: string) => process.stderr.write(`[bench:tracing] ${line}\n`);
+
+interface Variant {
+  name: string;
+  nodeArgs: string[];
+  env: (sinkPort: number) => Record<string, string>;
+}
+
+const VARIANTS: Variant[] = [
+  { name: 'untraced', nodeArgs: [], env: () => ({}) },
+  { name: 'off', nodeArgs: PRELOAD, env: () => ({}) },
+  {
+    name: 'sampled 10%',
+    nodeArgs: PRELOAD,
+    env: (sinkPort) => ({
+      OTEL_TRACES_EXPORTER: 'otlp',
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `http://127.0.0.1:${sinkPort}/v1/traces`,
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.1',
+    }),
+  },
+];
+
+/** One slice: the load on one variant's process for SLICE_SECONDS. */
+interface Slice {
+  cycle: number;
+  variant: string;
+  perSecond: number;
+  accepted: number;
+  p99Ms: number;
+  /** Postgres and Redis CPU seconds during the slice (their work is this variant's). */
+  backendCpuSeconds: number;
+}
+
+/** An OTLP/HTTP endpoint that accepts everything; counts what reaches it. */
+async function startSink(): Promise<{ port: number; received: () => number; close: () => void }> {
+  let requests = 0;
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      requests += 1;
+      res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as { port: number }).port,
+    received: () => requests,
+    close: () => server.close(),
+  };
+}
+
+function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
+}
+
+const round1 = (n: number) => Math.round(n * 10) / 10;
+const round3 = (n: number) => Math.round(n * 1000) / 1000;
+const median = (values: number[]) =>
+  percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  );
+const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
+
+/** Accepted payments of a loop: 201/202 (anything else is a fault of the run, shown). */
+function accepted(statuses: Record<string, number>): number {
+  return sum(
+    Object.entries(statuses)
+      .filter(([status]) => status.startsWith('2'))
+      .map(([, count]) => count),
+  );
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger({ LOG_LEVEL: 'warn', LOG_FORMAT: 'json' });
+  // The API reads OTEL_* itself: what this shell exports must not leak into a variant.
+  for (const name of Object.keys(process.env)) {
+    if (name.startsWith('OTEL_')) Reflect.deleteProperty(process.env, name);
+  }
+  const started = new Date();
+  const loadBefore = os.loadavg();
+  const bench = await openBenchDatabase(config, logger, 'bench_tracing');
+  const sink = await startSink();
+  const children: ChildProcess[] = [];
+  const slices: Slice[] = [];
+  const apiCpuSeconds: Record<string, number> = {};
+  const unexpected: Record<string, number> = {};
+  try {
+    const body = JSON.stringify({ amount: 1000, currency: 'EUR' });
+    const newPayment = (): Shot => ({
+      method: 'POST',
+      path: '/payments',
+      headers: {
+        authorization: `Bearer ${bench.merchant.apiKey}`,
+        'content-type': 'application/json',
+        'idempotency-key': randomUUID(),
+      },
+      body,
+    });
+    const ports: Record<string, number> = {};
+    const pids: Record<string, { pids: number[] }> = {};
+    for (const variant of VARIANTS) {
+      const api = await startProcess(
+        serviceEntry('apps/api/main.js'),
+        { ...bench.apiEnv(LOG_LEVEL, Math.max(CONCURRENCY, 4)), ...variant.env(sink.port) },
+        '/healthz',
+        [...variant.nodeArgs, ...EXTRA_NODE_ARGS],
+      );
+      children.push(api.child);
+      ports[variant.name] = api.port;
+      pids[variant.name] = { pids: [api.child.pid ?? 0] };
+    }
+    say(`warm-up: 3 s per process, then ${CYCLES} cycles of ${SLICE_SECONDS} s per variant`);
+    for (const variant of VARIANTS) {
+      await closedLoop(ports[variant.name] ?? 0, CONCURRENCY, 3, newPayment);
+    }
+    const apiWindow = await startCpuWindow(pids);
+    for (let cycle = 0; cycle < CYCLES; cycle += 1) {
+      for (let i = 0; i < VARIANTS.length; i += 1) {
+        const { name } = VARIANTS[(cycle + i) % VARIANTS.length] as Variant;
+        const backend = await startCpuWindow({
+          postgres: { command: 'postgres' },
+          redis: { command: 'redis-server' },
+        });
+        const result = await closedLoop(ports[name] ?? 0, CONCURRENCY, SLICE_SECONDS, newPayment);
+        const used = await backend();
+        for (const [status, count] of Object.entries(result.statuses)) {
+          if (!status.startsWith('2')) unexpected[status] = (unexpected[status] ?? 0) + count;
+        }
+        slices.push({
+          cycle,
+          variant: name,
+          perSecond: result.perSecond,
+          accepted: accepted(result.statuses),
+          p99Ms: result.latencyMs.p99,
+          backendCpuSeconds: (used.postgres ?? 0) + (used.redis ?? 0),
+        });
+      }
+      if ((cycle + 1) % 10 === 0) say(`cycle ${cycle + 1}/${CYCLES}`);
+    }
+    Object.assign(apiCpuSeconds, await apiWindow());
+  } finally {
+    await Promise.all(children.map(stop));
+    sink.close();
+    await bench.close();
+  }
+
+  const of = (name: string) => slices.filter((slice) => slice.variant === name);
+  const perPaymentMs = (name: string) => {
+    const payments = Math.max(1, sum(of(name).map((slice) => slice.accepted)));
+    const api = ((apiCpuSeconds[name] ?? 0) * 1000) / payments;
+    const backend = (sum(of(name).map((slice) => slice.backendCpuSeconds)) * 1000) / payments;
+    return { api, total: api + backend };
+  };
+  const reference = perPaymentMs('untraced');
+  const summary = VARIANTS.map(({ name }) => {
+    const mine = of(name);
+    const ratios = mine.map((slice) => {
+      const ref = of('untraced').find((r) => r.cycle === slice.cycle);
+      return ref ? slice.perSecond / ref.perSecond : 1;
+    });
+    const cpu = perPaymentMs(name);
+    return {
+      variant: name,
+      perSecondMedian: round1(median(mine.map((slice) => slice.perSecond))),
+      p99MsMedian: round1(median(mine.map((slice) => slice.p99Ms))),
+      apiCpuMsPerPayment: round3(cpu.api),
+      totalCpuMsPerPayment: round3(cpu.total),
+      throughputCostPct: round1((1 - median(ratios)) * 100),
+      // The middle half of the per-cycle costs: how much one cycle can be trusted.
+      throughputCostIqrPct: [
+        round1(
+          (1 -
+            percentile(
+              [...ratios].sort((a, b) => a - b),
+              75,
+            )) *
+            100,
+        ),
+        round1(
+          (1 -
+            percentile(
+              [...ratios].sort((a, b) => a - b),
+              25,
+            )) *
+            100,
+        ),
+      ],
+      cpuCostPct: round1(((cpu.api - reference.api) / reference.total) * 100),
+      targetPct: TARGET_PCT[name] ?? null,
+    };
+  });
+  const report = {
+    date: started.toISOString(),
+    machine: { cores: os.cpus().length, node: process.version },
+    loadAverageBefore: loadBefore.map(round1),
+    loadAverageAfter: os.loadavg().map(round1),
+    settings: {
+      cycles: CYCLES,
+      sliceSeconds: SLICE_SECONDS,
+      concurrency: CONCURRENCY,
+      apiLogLevel: LOG_LEVEL,
+    },
+    otlpExportRequests: sink.received(),
+    unexpectedStatuses: unexpected,
+    summary,
+    slices,
+  };
+  const verdict = (cost: number, target: number | null) =>
+    target === null ? '-' : `< ${target}%: ${cost < target ? 'met' : 'NOT met'}`;
+  const table = [
+    `${CYCLES} cycles x ${VARIANTS.length} variants, ${SLICE_SECONDS} s closed-loop slices at concurrency ${CONCURRENCY}, ` +
+      `${report.machine.cores} cores, Node ${process.version}, load average ${report.loadAverageBefore.join(' / ')} before, ` +
+      `${report.loadAverageAfter.join(' / ')} after; ${report.otlpExportRequests} OTLP export requests reached the sink; ` +
+      `non-2xx answers: ${JSON.stringify(unexpected)}.`,
+    '',
+    '| variant | new payments/s (median slice) | p99 ms (median slice) | API CPU ms/payment | API+Postgres+Redis CPU ms/payment | throughput cost vs untraced, same cycle: median (middle half) | CPU cost | target (on the CPU cost) |',
+    '|---|---|---|---|---|---|---|---|',
+    ...summary.map(
+      (s) =>
+        `| ${s.variant} | ${s.perSecondMedian} | ${s.p99MsMedian} | ${s.apiCpuMsPerPayment} | ${s.totalCpuMsPerPayment} | ` +
+        (s.variant === 'untraced'
+          ? 'reference | reference | - |'
+          : `${s.throughputCostPct}% (${s.throughputCostIqrPct[0]}% to ${s.throughputCostIqrPct[1]}%) | ${s.cpuCostPct}% | ${verdict(Math.max(s.cpuCostPct, 0), s.targetPct)} |`),
+    ),
+    '',
+    'Throughput cost: 1 - (variant / untraced) new payments/s per cycle, median over cycles. ' +
+      "CPU cost: the variant's extra API CPU per payment (its whole-run CPU time, background export " +
+      'included) over what one untraced payment costs the API, Postgres and Redis together.',
+  ].join('\n');
+  process.stdout.write(`${table}\n`);
+  await mkdir(path.join(ROOT, 'reports'), { recursive: true });
+  const stamp = report.date.replaceAll(':', '-').slice(0, 19);
+  await writeFile(
+    path.join(ROOT, 'reports', `bench-tracing-${stamp}.json`),
+    JSON.stringify(report, null, 2),
+  );
+  await writeFile(
+    path.join(ROOT, 'reports', `bench-tracing-${stamp}.md`),
+    `# Tracing benchmark ${report.date}\n\n${table}\n`,
+  );
+}
+
+await main();
