@@ -53,7 +53,8 @@ export function startTracing(
   const unregister = registerInstrumentations({
     tracerProvider: provider,
     instrumentations: [
-      new PgInstrumentation({ requireParentSpan: true }),
+      // No span per pool checkout: a wait for a connection shows as the gap before the query.
+      new PgInstrumentation({ requireParentSpan: true, ignoreConnectSpans: true }),
       // The command name only: the default statement copies keys (merchant ids, idempotency
       // keys) into every span and costs a serialization per command.
       new IORedisInstrumentation({

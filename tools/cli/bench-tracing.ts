@@ -106,7 +106,9 @@ async function startSink(): Promise<{ port: number; received: () => number; clos
 function stop(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
-    child.once('exit', () => resolve());
+    child.once('exit', () => {
+      resolve();
+    });
     child.kill('SIGTERM');
   });
 }
