@@ -36,6 +36,75 @@ export function createAcquirerSimulator(pool: Pool, options: SimulatorOptions): 
   async function decide(
     request: ChargeRequest,
   ): Promise<{ result: CallResult; answer?: ChargeResult }> {
+    // One roll per call: the transient failure rate strikes before anything else is decided.
+    const struck = options.transientFailureRate > 0 && random() < options.transientFailureRate;
+    const direct = struck ? null : directResult(request);
+    if (direct !== null) {
+      const answered = await chargeOnce(request, direct);
+      if (answered) return answered;
+    }
+    return decideLocked(request, struck);
+  }
+
+  /**
+   * The answer without reading the key's history: approved or declined by the token alone
+   * (tok_visa, tok_decline, any other token). Null when the history matters (tok_transient_N
+   * counts earlier failures) or the call fails whatever it is (tok_timeout, tok_unavailable).
+   */
+  function directResult(request: ChargeRequest): 'approved' | 'declined' | null {
+    if (['tok_timeout', 'tok_unavailable'].includes(request.source)) return null;
+    if (/^tok_transient_/.test(request.source)) return null;
+    return request.source === 'tok_decline' ? 'declined' : 'approved';
+  }
+
+  /**
+   * The common call in one statement (its own transaction): the charge is inserted unless the
+   * key has one (the primary key decides, so two concurrent calls cannot both charge: the second
+   * waits for the first to commit and then inserts nothing), and the call is logged with it.
+   * Undefined when the key was already charged: the locked path answers that replay.
+   */
+  async function chargeOnce(
+    request: ChargeRequest,
+    result: 'approved' | 'declined',
+  ): Promise<{ result: CallResult; answer: ChargeResult } | undefined> {
+    const reference = `sim_${randomBytes(8).toString('hex')}`;
+    const { rows } = await pool.query<{ reference: string }>(
+      `WITH charge AS (
+         INSERT INTO acquirer_simulator_charges (idempotency_key, payment_id, result, reference)
+         VALUES ($1, $2, $6, $7)
+         ON CONFLICT (idempotency_key) DO NOTHING
+         RETURNING reference
+       ), call AS (
+         INSERT INTO acquirer_simulator_calls
+           (idempotency_key, payment_id, source, amount, currency, result, replayed)
+         SELECT $1, $2, $3, $4, $5, $6, false FROM charge
+       )
+       SELECT reference FROM charge`,
+      [
+        request.idempotencyKey,
+        request.paymentId,
+        request.source,
+        request.amount,
+        request.currency,
+        result,
+        reference,
+      ],
+    );
+    if (rows.length === 0) return undefined;
+    return {
+      result,
+      answer:
+        result === 'approved'
+          ? { outcome: 'approved', reference }
+          : { outcome: 'declined', code: 'card_declined' },
+    };
+  }
+
+  /** Any call, under the key's advisory lock: replays, tokens whose answer depends on history. */
+  async function decideLocked(
+    request: ChargeRequest,
+    struck: boolean,
+  ): Promise<{ result: CallResult; answer?: ChargeResult }> {
     const client = await pool.connect();
     try {
       await client.query('BEGIN');
@@ -56,7 +125,7 @@ export function createAcquirerSimulator(pool: Pool, options: SimulatorOptions): 
             ? { outcome: 'approved', reference: previous.reference }
             : { outcome: 'declined', code: 'card_declined' };
       } else {
-        result = await fresh(client, request);
+        result = await fresh(client, request, struck);
         if (result === 'approved' || result === 'declined') {
           const reference = `sim_${randomBytes(8).toString('hex')}`;
           await client.query(
@@ -98,10 +167,11 @@ export function createAcquirerSimulator(pool: Pool, options: SimulatorOptions): 
   async function fresh(
     client: { query: Pool['query'] },
     request: ChargeRequest,
+    struck: boolean,
   ): Promise<CallResult> {
     if (request.source === 'tok_timeout') return 'timeout';
     if (request.source === 'tok_unavailable') return 'transient';
-    if (random() < options.transientFailureRate) return 'transient';
+    if (struck) return 'transient';
     const transient = /^tok_transient_([1-9])$/.exec(request.source);
     if (transient) {
       const failures = await client.query<{ n: number }>(

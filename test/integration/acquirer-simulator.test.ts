@@ -1,0 +1,83 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAcquirerSimulator } from '../../src/acquirer/acquirer-simulator.js';
+import type { ChargeRequest } from '../../src/acquirer/acquirer.js';
+import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
+
+/** The simulator's own guarantee: one charge per idempotency key, whatever the calls race. */
+
+let db: TestDatabase;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await db.drop();
+});
+
+function request(source: string): ChargeRequest {
+  const paymentId = randomUUID();
+  return { idempotencyKey: `charge:${paymentId}`, paymentId, amount: 100, currency: 'EUR', source };
+}
+
+async function books(key: string) {
+  const charges = await db.pool.query<{ result: string }>(
+    'SELECT result FROM acquirer_simulator_charges WHERE idempotency_key = $1',
+    [key],
+  );
+  const calls = await db.pool.query<{ result: string; replayed: boolean }>(
+    'SELECT result, replayed FROM acquirer_simulator_calls WHERE idempotency_key = $1 ORDER BY id',
+    [key],
+  );
+  return { charges: charges.rows.map((r) => r.result), calls: calls.rows };
+}
+
+describe('acquirer simulator', () => {
+  const options = { latencyMs: 0, transientFailureRate: 0, timeoutTokenDelayMs: 1_000 };
+
+  it.each(['tok_visa', 'tok_decline'])(
+    'when 20 calls for one key (%s) race, then it is charged once and every call gets the same answer',
+    async (source) => {
+      const simulator = createAcquirerSimulator(db.pool, options);
+      const charge = request(source);
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, () => simulator.charge(charge, new AbortController().signal)),
+      );
+      expect(new Set(answers.map((a) => JSON.stringify(a))).size).toBe(1);
+      expect(answers[0]?.outcome).toBe(source === 'tok_visa' ? 'approved' : 'declined');
+      const { charges, calls } = await books(charge.idempotencyKey);
+      expect(charges).toHaveLength(1);
+      expect(calls).toHaveLength(20);
+      expect(calls.filter((c) => !c.replayed)).toHaveLength(1);
+    },
+  );
+
+  it('when the failure rate strikes a charged key, then the call is a replay of the charge, not a failure', async () => {
+    const charge = request('tok_visa');
+    const first = await createAcquirerSimulator(db.pool, options).charge(
+      charge,
+      new AbortController().signal,
+    );
+    const alwaysFailing = createAcquirerSimulator(db.pool, { ...options, transientFailureRate: 1 });
+    await expect(alwaysFailing.charge(charge, new AbortController().signal)).resolves.toEqual(
+      first,
+    );
+    const fresh = request('tok_visa');
+    await expect(alwaysFailing.charge(fresh, new AbortController().signal)).rejects.toThrow(
+      /unavailable/,
+    );
+    expect((await books(fresh.idempotencyKey)).calls).toEqual([
+      { result: 'transient', replayed: false },
+    ]);
+  });
+
+  it('when tok_transient_2 is called three times, then it fails twice and is charged on the third', async () => {
+    const simulator = createAcquirerSimulator(db.pool, options);
+    const charge = request('tok_transient_2');
+    const signal = new AbortController().signal;
+    await expect(simulator.charge(charge, signal)).rejects.toThrow();
+    await expect(simulator.charge(charge, signal)).rejects.toThrow();
+    await expect(simulator.charge(charge, signal)).resolves.toMatchObject({ outcome: 'approved' });
+    expect((await books(charge.idempotencyKey)).charges).toEqual(['approved']);
+  });
+});
