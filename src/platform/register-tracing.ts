@@ -10,7 +10,7 @@ import { traceExporterName } from './tracing-env.js';
  */
 const role = path.basename(path.dirname(process.argv[1] ?? 'service'));
 // Tracing off (no exporter): the SDK is not even loaded, and the service's spans stay the API's
-// no-ops, as without the preload (DESIGN 70).
+// no-ops, as without the preload (DESIGN 79).
 const tracing =
   traceExporterName(process.env) === null
     ? null

@@ -14,9 +14,10 @@ import { createLogger } from '../../src/platform/logger.js';
 import { exitOnHelp } from '../support/exit-on-help.js';
 
 /**
- * `npm run bench:tracing`: what tracing costs the new-payment path (issue 13). Three API
+ * `npm run bench:tracing`: what tracing costs the new-payment path (issue 13). Four API
  * processes run side by side on one scratch database:
- * - `untraced`: no tracing preload (the reference: only the API's built-in no-op spans);
+ * - `untraced`: no tracing preload (the reference: only the API's built-in no-op spans), and
+ *   `untraced again (A/A)`, the same in another process: what it "costs" is the noise floor;
  * - `off`: the preload (`--import dist/platform/register-tracing.js`) and no exporter, which
  *   is how `npm start` and `npm run up` deploy it;
  * - `sampled 10%`: the preload with OTLP/HTTP export to a sink in this process that answers
@@ -36,7 +37,7 @@ import { exitOnHelp } from '../support/exit-on-help.js';
 
 exitOnHelp(`usage: npm run bench:tracing
 What tracing costs new payments: the API without the tracing preload, with it and no exporter
-(off), and with OTLP export and 10% sampling, in rotating rounds; writes
+(off), and with OTLP export and 10% sampling, in rotating slices (plus an A/A control); writes
 reports/bench-tracing-<time>.{json,md}. No arguments.
 Environment: BENCH_TRACING_CYCLES (40), BENCH_TRACING_SLICE_SECONDS (1.5), BENCH_CONCURRENCY (16),
 BENCH_LOG_LEVEL (warn), BENCH_TRACING_NODE_ARGS (node flags for every variant's API).`);
@@ -61,6 +62,8 @@ interface Variant {
 
 const VARIANTS: Variant[] = [
   { name: 'untraced', nodeArgs: [], env: () => ({}) },
+  // The same as `untraced` in a process of its own: its "cost" is the method's resolution.
+  { name: 'untraced again (A/A)', nodeArgs: [], env: () => ({}) },
   { name: 'off', nodeArgs: PRELOAD, env: () => ({}) },
   {
     name: 'sampled 10%',

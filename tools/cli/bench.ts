@@ -25,7 +25,7 @@ import { exitOnHelp } from '../support/exit-on-help.js';
 
 /**
  * `npm run bench`: the benchmark report of BRIEF section 11. Starts the local stack, runs
- * `bench:api` and `bench:relay` (as they are, as child processes, reading the JSON they leave),
+ * `bench:api`, `bench:relay` and `bench:tracing` (as they are, as child processes, reading the JSON they leave),
  * then measures the whole pipeline as three processes (accepted-to-settled latency at 500
  * payments/s, and a latency-versus-rate sweep), and writes reports/bench-<time>.{md,json,svg}
  * (and .png when rsvg-convert is installed). Every figure stands next to its reference measured
@@ -43,12 +43,13 @@ import { exitOnHelp } from '../support/exit-on-help.js';
  */
 
 const USAGE = `usage: npm run bench [-- --quick]
-The benchmark report: starts the local stack, runs bench:api and bench:relay, then the whole
-pipeline as three processes; writes reports/bench-<time>.{md,json,svg}.
---quick: 15 s pipeline steps at four rates instead of 90 s at five (about 7 minutes less).
+The benchmark report: starts the local stack, runs bench:api, bench:relay and bench:tracing,
+then the whole pipeline as three processes; writes reports/bench-<time>.{md,json,svg}.
+--quick: 15 s pipeline steps at four rates instead of 90 s at five, 12 tracing cycles instead
+of 40 (about 9 minutes less).
 Environment: BENCH_SETTLE_RATE (500), BENCH_SETTLE_SECONDS (90; 15 quick), BENCH_SWEEP_FRACTIONS
 (0.2,0.4,0.5,0.6,0.75; 0.2,0.4,0.6,0.75 quick), BENCH_SWEEP_SECONDS (90; 15 quick), and those
-of bench:api and bench:relay.`;
+of bench:api, bench:relay and bench:tracing.`;
 const QUICK = exitOnHelp(USAGE, ['--quick']).has('--quick');
 
 const run = promisify(execFile);
@@ -85,6 +86,18 @@ interface RelayReport {
   raw: { perSecond: number };
 }
 
+/** The parts of bench:tracing's JSON report used here (tools/cli/bench-tracing.ts). */
+interface TracingReport {
+  settings: { cycles: number; sliceSeconds: number };
+  summary: {
+    variant: string;
+    throughputCostPct: number;
+    throughputCostIqrPct: [number, number];
+    cpuCostPct: number;
+    apiCpuMsPerPayment: number;
+  }[];
+}
+
 interface Row {
   measure: string;
   value: string;
@@ -95,9 +108,10 @@ interface Row {
 }
 
 /** Runs a compiled bench script; its table goes to our stderr, its stdout is returned. */
-function runBench(entry: string): Promise<string> {
+function runBench(entry: string, env: Record<string, string> = {}): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [toolEntry(entry)], {
+      env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let stdout = '';
@@ -140,6 +154,34 @@ const perSecond = (value: number) => `${Math.round(value).toLocaleString('en')}/
 const percent = (part: number, whole: number) => Math.round((part / whole) * 1000) / 10;
 const latencies = (r: { p50: number; p95: number; p99: number }) =>
   `p50 ${ms(r.p50)}, p95 ${ms(r.p95)}, p99 ${ms(r.p99)}`;
+
+/** Issue 13: tracing off and 10% sampling against the untraced API, with the A/A control. */
+function tracingRows(tracing: TracingReport): Row[] {
+  const of = (variant: string) => tracing.summary.find((s) => s.variant === variant);
+  const control = of('untraced again (A/A)');
+  const untraced = of('untraced');
+  const noise = control
+    ? `A/A control (untraced vs untraced): throughput ${control.throughputCostPct}%, CPU ${control.cpuCostPct}%`
+    : '-';
+  return (
+    [
+      ['off', 'tracing off (preload, no exporter)', 2],
+      ['sampled 10%', 'tracing on, OTLP export, 10% sampled', 10],
+    ] as const
+  ).map(([variant, measure, target]) => {
+    const s = of(variant);
+    return {
+      measure: `${measure}: cost to new payments (${tracing.settings.cycles} interleaved cycles)`,
+      value: s
+        ? `throughput ${s.throughputCostPct}% (middle half ${s.throughputCostIqrPct[0]}% to ${s.throughputCostIqrPct[1]}%); CPU ${s.cpuCostPct}% (API ${s.apiCpuMsPerPayment} ms/payment)`
+        : 'not measured',
+      reference: `untraced API ${untraced?.apiCpuMsPerPayment ?? '-'} ms/payment; ${noise}`,
+      ratio: '-',
+      target: `< ${target}% (on the CPU cost)`,
+      pass: s ? s.cpuCostPct < target : false,
+    };
+  });
+}
 
 function rows(api: ApiReport, relay: RelayReport, pipeline: PipelineResult): Row[] {
   const newVsPg = percent(api.newPayments.perSecond, api.pgbenchSameStatement.perSecond);
@@ -346,6 +388,10 @@ async function main(): Promise<void> {
   const relayOut = await runBench('cli/bench-relay.js');
   const relay = JSON.parse(relayOut.trim().split('\n').at(-1) ?? '{}') as RelayReport;
 
+  say('bench:tracing (tracing off and 10% sampled against the untraced API, interleaved)');
+  await runBench('cli/bench-tracing.js', QUICK ? { BENCH_TRACING_CYCLES: '12' } : {});
+  const tracing = JSON.parse(await newestReport('bench-tracing-', existing)) as TracingReport;
+
   const peak = api.newPayments.perSecond;
   const pipeline = await measurePipeline(
     config,
@@ -361,7 +407,7 @@ async function main(): Promise<void> {
   );
   const after = await machineConditions();
 
-  const table = rows(api, relay, pipeline);
+  const table = [...rows(api, relay, pipeline), ...tracingRows(tracing)];
   const stamp = started.toISOString().replaceAll(':', '-').slice(0, 19);
   const base = path.join(ROOT, 'reports', `bench-${stamp}`);
   const conditions = {
@@ -418,7 +464,7 @@ async function main(): Promise<void> {
   await writeFile(
     `${base}.json`,
     JSON.stringify(
-      { date: started.toISOString(), conditions, table, api, relay, pipeline },
+      { date: started.toISOString(), conditions, table, api, relay, tracing, pipeline },
       null,
       2,
     ),
