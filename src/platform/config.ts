@@ -295,9 +295,14 @@ export const configSchema = z.object({
     .describe(
       'How long a claimed settlement job belongs to its worker before another may take it.',
     ),
-  /** Acquirer calls in flight per settlement process: enough to hide a slow acquirer's latency. */
+  /**
+   * Jobs in flight per settlement process. A slot is held through the claim, the acquirer call
+   * and the grouped completion, so one process settles at most about this many per (acquirer
+   * latency + completion time): 16 capped it near 210/s on the 2-core bench machine even with a
+   * zero-latency acquirer (DESIGN 80).
+   */
   SETTLEMENT_CONCURRENCY: integer(1, 1_000)
-    .default(16)
+    .default(64)
     .describe('Acquirer calls in flight per settlement process.'),
   /** Batches of this many partitions are recorded at once; each is one short transaction. */
   SETTLEMENT_CONSUMER_PARTITIONS: integer(1, 1_000)
