@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   backlogTrend,
   highestRateHolding,
+  tookTheRate,
   type BacklogSample,
   type StepVerdictInput,
 } from '../../tools/bench/backlog.js';
@@ -55,8 +56,9 @@ describe('backlogTrend', () => {
 });
 
 describe('highestRateHolding', () => {
-  const step = (rate: number, settleP99: number): StepVerdictInput => ({
+  const step = (rate: number, settleP99: number, achieved = rate): StepVerdictInput => ({
     rate,
+    achieved,
     settleP99,
     unsettled: 0,
     backlog: { windowSeconds: 60, slopePerSecond: 0, first: 0, last: 0, verdict: 'flat' },
@@ -65,6 +67,11 @@ describe('highestRateHolding', () => {
   it('when a faster step passes above a failing one, then the rate below the failure counts', () => {
     const steps = [step(500, 100), step(100, 50), step(300, 900), step(200, 80)];
     expect(highestRateHolding(steps, (s) => s.settleP99 <= 250)).toBe(200);
+  });
+
+  it("when the API took less than 95% of a step's rate, then that step does not hold it, however flat the backlog", () => {
+    const steps = [step(200, 80), step(400, 90, 390), step(800, 90, 376)];
+    expect(highestRateHolding(steps, (s) => tookTheRate(s) && s.settleP99 <= 250)).toBe(400);
   });
 
   it('when the slowest step fails, then no rate holds', () => {

@@ -96,9 +96,22 @@ export function backlogTrend(
 /** A step of a rate sweep as far as the verdicts below need it. */
 export interface StepVerdictInput {
   rate: number;
+  /** Payments/s the API actually accepted during the step. */
+  achieved: number;
   settleP99: number;
   unsettled: number;
   backlog: BacklogTrend;
+}
+
+/**
+ * A step held its rate only if the API took (nearly) all of it: when the co-located API falls
+ * behind the offered rate, the pipeline behind it sees less and its backlog stays flat for that
+ * reason alone (2026-11-23: 811/s offered, 376/s accepted, "flat").
+ */
+export const ACCEPTED_FRACTION = 0.95;
+
+export function tookTheRate(step: StepVerdictInput): boolean {
+  return step.achieved >= ACCEPTED_FRACTION * step.rate;
 }
 
 /**

@@ -1,14 +1,9 @@
-import type { ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { openBenchDatabase } from '../bench/bench-database.js';
-import { ROOT, serviceEntry, startProcess } from '../bench/bench-process.js';
-import { startCpuWindow } from '../bench/cpu-usage.js';
-import { closedLoop, type Shot } from '../bench/load.js';
-import { percentile } from '../bench/percentile.js';
+import { ROOT } from '../bench/bench-process.js';
+import { runInterleaved, type ApiVariant } from '../bench/interleaved.js';
 import { loadConfig } from '../../src/platform/config.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { exitOnHelp } from '../support/exit-on-help.js';
@@ -54,38 +49,24 @@ const TARGET_PCT: Record<string, number> = { off: 2, 'sampled 10%': 10 };
 
 const say = (line: string) => process.stderr.write(`[bench:tracing] ${line}\n`);
 
-interface Variant {
-  name: string;
-  nodeArgs: string[];
-  env: (sinkPort: number) => Record<string, string>;
-}
-
-const VARIANTS: Variant[] = [
-  { name: 'untraced', nodeArgs: [], env: () => ({}) },
-  // The same as `untraced` in a process of its own: its "cost" is the method's resolution.
-  { name: 'untraced again (A/A)', nodeArgs: [], env: () => ({}) },
-  { name: 'off', nodeArgs: PRELOAD, env: () => ({}) },
-  {
-    name: 'sampled 10%',
-    nodeArgs: PRELOAD,
-    env: (sinkPort) => ({
-      OTEL_TRACES_EXPORTER: 'otlp',
-      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `http://127.0.0.1:${sinkPort}/v1/traces`,
-      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
-      OTEL_TRACES_SAMPLER_ARG: '0.1',
-    }),
-  },
-];
-
-/** One slice: the load on one variant's process for SLICE_SECONDS. */
-interface Slice {
-  cycle: number;
-  variant: string;
-  perSecond: number;
-  accepted: number;
-  p99Ms: number;
-  /** Postgres and Redis CPU seconds during the slice (their work is this variant's). */
-  backendCpuSeconds: number;
+/** The variants; the sink's port is known only once it listens. */
+function variants(sinkPort: number): ApiVariant[] {
+  return [
+    { name: 'untraced', nodeArgs: EXTRA_NODE_ARGS, env: {} },
+    // The same as `untraced` in a process of its own: its "cost" is the method's resolution.
+    { name: 'untraced again (A/A)', nodeArgs: EXTRA_NODE_ARGS, env: {} },
+    { name: 'off', nodeArgs: [...PRELOAD, ...EXTRA_NODE_ARGS], env: {} },
+    {
+      name: 'sampled 10%',
+      nodeArgs: [...PRELOAD, ...EXTRA_NODE_ARGS],
+      env: {
+        OTEL_TRACES_EXPORTER: 'otlp',
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `http://127.0.0.1:${sinkPort}/v1/traces`,
+        OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+        OTEL_TRACES_SAMPLER_ARG: '0.1',
+      },
+    },
+  ];
 }
 
 /** An OTLP/HTTP endpoint that accepts everything; counts what reaches it. */
@@ -102,37 +83,13 @@ async function startSink(): Promise<{ port: number; received: () => number; clos
   return {
     port: (server.address() as { port: number }).port,
     received: () => requests,
-    close: () => server.close(),
+    close: () => {
+      server.close();
+    },
   };
 }
 
-function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    child.once('exit', () => {
-      resolve();
-    });
-    child.kill('SIGTERM');
-  });
-}
-
 const round1 = (n: number) => Math.round(n * 10) / 10;
-const round3 = (n: number) => Math.round(n * 1000) / 1000;
-const median = (values: number[]) =>
-  percentile(
-    [...values].sort((a, b) => a - b),
-    50,
-  );
-const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
-
-/** Accepted payments of a loop: 201/202 (anything else is a fault of the run, shown). */
-function accepted(statuses: Record<string, number>): number {
-  return sum(
-    Object.entries(statuses)
-      .filter(([status]) => status.startsWith('2'))
-      .map(([, count]) => count),
-  );
-}
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -143,117 +100,18 @@ async function main(): Promise<void> {
   }
   const started = new Date();
   const loadBefore = os.loadavg();
-  const bench = await openBenchDatabase(config, logger, 'bench_tracing');
   const sink = await startSink();
-  const children: ChildProcess[] = [];
-  const slices: Slice[] = [];
-  const apiCpuSeconds: Record<string, number> = {};
-  const unexpected: Record<string, number> = {};
-  try {
-    const body = JSON.stringify({ amount: 1000, currency: 'EUR' });
-    const newPayment = (): Shot => ({
-      method: 'POST',
-      path: '/payments',
-      headers: {
-        authorization: `Bearer ${bench.merchant.apiKey}`,
-        'content-type': 'application/json',
-        'idempotency-key': randomUUID(),
-      },
-      body,
-    });
-    const ports: Record<string, number> = {};
-    const pids: Record<string, { pids: number[] }> = {};
-    for (const variant of VARIANTS) {
-      const api = await startProcess(
-        serviceEntry('apps/api/main.js'),
-        { ...bench.apiEnv(LOG_LEVEL, Math.max(CONCURRENCY, 4)), ...variant.env(sink.port) },
-        '/healthz',
-        [...variant.nodeArgs, ...EXTRA_NODE_ARGS],
-      );
-      children.push(api.child);
-      ports[variant.name] = api.port;
-      pids[variant.name] = { pids: [api.child.pid ?? 0] };
-    }
-    say(`warm-up: 3 s per process, then ${CYCLES} cycles of ${SLICE_SECONDS} s per variant`);
-    for (const variant of VARIANTS) {
-      await closedLoop(ports[variant.name] ?? 0, CONCURRENCY, 3, newPayment);
-    }
-    const apiWindow = await startCpuWindow(pids);
-    for (let cycle = 0; cycle < CYCLES; cycle += 1) {
-      for (let i = 0; i < VARIANTS.length; i += 1) {
-        const { name } = VARIANTS[(cycle + i) % VARIANTS.length] as Variant;
-        const backend = await startCpuWindow({
-          postgres: { command: 'postgres' },
-          redis: { command: 'redis-server' },
-        });
-        const result = await closedLoop(ports[name] ?? 0, CONCURRENCY, SLICE_SECONDS, newPayment);
-        const used = await backend();
-        for (const [status, count] of Object.entries(result.statuses)) {
-          if (!status.startsWith('2')) unexpected[status] = (unexpected[status] ?? 0) + count;
-        }
-        slices.push({
-          cycle,
-          variant: name,
-          perSecond: result.perSecond,
-          accepted: accepted(result.statuses),
-          p99Ms: result.latencyMs.p99,
-          backendCpuSeconds: (used.postgres ?? 0) + (used.redis ?? 0),
-        });
-      }
-      if ((cycle + 1) % 10 === 0) say(`cycle ${cycle + 1}/${CYCLES}`);
-    }
-    Object.assign(apiCpuSeconds, await apiWindow());
-  } finally {
-    await Promise.all(children.map(stop));
+  const result = await runInterleaved(
+    config,
+    logger,
+    variants(sink.port),
+    { cycles: CYCLES, sliceSeconds: SLICE_SECONDS, concurrency: CONCURRENCY, logLevel: LOG_LEVEL },
+    say,
+  ).finally(() => {
     sink.close();
-    await bench.close();
-  }
-
-  const of = (name: string) => slices.filter((slice) => slice.variant === name);
-  const perPaymentMs = (name: string) => {
-    const payments = Math.max(1, sum(of(name).map((slice) => slice.accepted)));
-    const api = ((apiCpuSeconds[name] ?? 0) * 1000) / payments;
-    const backend = (sum(of(name).map((slice) => slice.backendCpuSeconds)) * 1000) / payments;
-    return { api, total: api + backend };
-  };
-  const reference = perPaymentMs('untraced');
-  const summary = VARIANTS.map(({ name }) => {
-    const mine = of(name);
-    const ratios = mine.map((slice) => {
-      const ref = of('untraced').find((r) => r.cycle === slice.cycle);
-      return ref ? slice.perSecond / ref.perSecond : 1;
-    });
-    const cpu = perPaymentMs(name);
-    return {
-      variant: name,
-      perSecondMedian: round1(median(mine.map((slice) => slice.perSecond))),
-      p99MsMedian: round1(median(mine.map((slice) => slice.p99Ms))),
-      apiCpuMsPerPayment: round3(cpu.api),
-      totalCpuMsPerPayment: round3(cpu.total),
-      throughputCostPct: round1((1 - median(ratios)) * 100),
-      // The middle half of the per-cycle costs: how much one cycle can be trusted.
-      throughputCostIqrPct: [
-        round1(
-          (1 -
-            percentile(
-              [...ratios].sort((a, b) => a - b),
-              75,
-            )) *
-            100,
-        ),
-        round1(
-          (1 -
-            percentile(
-              [...ratios].sort((a, b) => a - b),
-              25,
-            )) *
-            100,
-        ),
-      ],
-      cpuCostPct: round1(((cpu.api - reference.api) / reference.total) * 100),
-      targetPct: TARGET_PCT[name] ?? null,
-    };
   });
+  const unexpected = result.unexpectedStatuses;
+  const summary = result.summary.map((s) => ({ ...s, targetPct: TARGET_PCT[s.variant] ?? null }));
   const report = {
     date: started.toISOString(),
     machine: { cores: os.cpus().length, node: process.version },
@@ -268,12 +126,12 @@ async function main(): Promise<void> {
     otlpExportRequests: sink.received(),
     unexpectedStatuses: unexpected,
     summary,
-    slices,
+    slices: result.slices,
   };
   const verdict = (cost: number, target: number | null) =>
     target === null ? '-' : `< ${target}%: ${cost < target ? 'met' : 'NOT met'}`;
   const table = [
-    `${CYCLES} cycles x ${VARIANTS.length} variants, ${SLICE_SECONDS} s closed-loop slices at concurrency ${CONCURRENCY}, ` +
+    `${CYCLES} cycles x ${summary.length} variants, ${SLICE_SECONDS} s closed-loop slices at concurrency ${CONCURRENCY}, ` +
       `${report.machine.cores} cores, Node ${process.version}, load average ${report.loadAverageBefore.join(' / ')} before, ` +
       `${report.loadAverageAfter.join(' / ')} after; ${report.otlpExportRequests} OTLP export requests reached the sink; ` +
       `non-2xx answers: ${JSON.stringify(unexpected)}.`,

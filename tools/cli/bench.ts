@@ -4,8 +4,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import {
+  ACCEPTED_FRACTION,
   FLAT_FRACTION,
   highestRateHolding,
+  tookTheRate,
   type BacklogTrend,
   type StepVerdictInput,
 } from '../bench/backlog.js';
@@ -239,7 +241,8 @@ function rows(api: ApiReport, relay: RelayReport, pipeline: PipelineResult): Row
       pass: pipeline.settle.unsettled === 0 && pipeline.settle.p99 <= 250,
     },
     {
-      measure: 'pipeline keeps up: highest rate with a flat settlement backlog (and all below)',
+      measure:
+        'pipeline keeps up: highest rate accepted in full with a flat settlement backlog (and all below)',
       value: keepUp === undefined ? 'none (slowest step already grows)' : perSecond(keepUp),
       reference: `bench:api closed-loop peak: ${perSecond(api.newPayments.perSecond)}`,
       ratio: keepUp === undefined ? '-' : `${percent(keepUp, api.newPayments.perSecond)}%`,
@@ -283,6 +286,7 @@ function allSteps(pipeline: PipelineResult): SweepStep[] {
 function pipelineSteps(pipeline: PipelineResult): StepVerdictInput[] {
   return allSteps(pipeline).map((step) => ({
     rate: step.rate,
+    achieved: step.api.perSecond,
     settleP99: step.settle.p99,
     unsettled: step.settle.unsettled,
     backlog: step.backlog,
@@ -292,10 +296,13 @@ function pipelineSteps(pipeline: PipelineResult): StepVerdictInput[] {
 function pipelineVerdicts(pipeline: PipelineResult) {
   const steps = pipelineSteps(pipeline);
   return {
-    keepUp: highestRateHolding(steps, (s) => s.backlog.verdict === 'flat' && s.unsettled === 0),
+    keepUp: highestRateHolding(
+      steps,
+      (s) => tookTheRate(s) && s.backlog.verdict === 'flat' && s.unsettled === 0,
+    ),
     settledWithin: highestRateHolding(
       steps,
-      (s) => s.unsettled === 0 && s.settleP99 <= SETTLE_P99_TARGET_MS,
+      (s) => tookTheRate(s) && s.unsettled === 0 && s.settleP99 <= SETTLE_P99_TARGET_MS,
     ),
   };
 }
@@ -438,7 +445,11 @@ async function main(): Promise<void> {
       `not yet settled, read every second; its least-squares slope over the last ` +
       `${backlogWindowSeconds(SWEEP_SECONDS)} s of each step is "growing" when it exceeds ` +
       `${FLAT_FRACTION * 100}% of the offered rate (the pipeline settles less than it accepts), ` +
-      `"flat" otherwise.${QUICK ? ' Quick mode: steps shorter than the minute the target asks; the verdicts are indicative.' : ''}`,
+      `"flat" otherwise. A step holds its rate (the two verdicts above) only if the API accepted ` +
+      `at least ${ACCEPTED_FRACTION * 100}% of it: a backlog stays flat behind an API that fell behind.` +
+      (QUICK
+        ? ' Quick mode: steps shorter than the minute the target asks; the verdicts are indicative.'
+        : ''),
     '',
     `Accepted-to-settled at ${pipeline.settleRate}/s by stage (p50 / p99): ` +
       Object.entries(pipeline.settle.stages)
