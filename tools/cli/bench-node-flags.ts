@@ -14,8 +14,7 @@ import { exitOnHelp } from '../support/exit-on-help.js';
  * target, DESIGN 63). Writes reports/bench-node-flags-<time>.{json,md}.
  */
 
-const DEFAULT_SETS =
-  'none=;shipped=--max-semi-space-size=4 --max-old-space-size=128;none again (A/A)=';
+const DEFAULT_SETS = 'none=;semi-space 4 MB=--max-semi-space-size=4;none again (A/A)=';
 
 exitOnHelp(`usage: npm run bench:node-flags
 The API under several sets of node flags, loaded in turn in interleaved slices: throughput, CPU
