@@ -80,24 +80,10 @@ export function createAcquirerSimulator(pool: Pool, options: SimulatorOptions): 
          SELECT $1, $2, $3, $4, $5, $6, false FROM charge
        )
        SELECT reference FROM charge`,
-      [
-        request.idempotencyKey,
-        request.paymentId,
-        request.source,
-        request.amount,
-        request.currency,
-        result,
-        reference,
-      ],
+      [...callColumns(request, result), reference],
     );
     if (rows.length === 0) return undefined;
-    return {
-      result,
-      answer:
-        result === 'approved'
-          ? { outcome: 'approved', reference }
-          : { outcome: 'declined', code: 'card_declined' },
-    };
+    return { result, answer: answerOf(result, reference) };
   }
 
   /** Any call, under the key's advisory lock: replays, tokens whose answer depends on history. */
@@ -120,10 +106,7 @@ export function createAcquirerSimulator(pool: Pool, options: SimulatorOptions): 
       let answer: ChargeResult | undefined;
       if (previous) {
         result = previous.result;
-        answer =
-          previous.result === 'approved'
-            ? { outcome: 'approved', reference: previous.reference }
-            : { outcome: 'declined', code: 'card_declined' };
+        answer = answerOf(previous.result, previous.reference);
       } else {
         result = await fresh(client, request, struck);
         if (result === 'approved' || result === 'declined') {
@@ -133,25 +116,14 @@ export function createAcquirerSimulator(pool: Pool, options: SimulatorOptions): 
              VALUES ($1, $2, $3, $4)`,
             [request.idempotencyKey, request.paymentId, result, reference],
           );
-          answer =
-            result === 'approved'
-              ? { outcome: 'approved', reference }
-              : { outcome: 'declined', code: 'card_declined' };
+          answer = answerOf(result, reference);
         }
       }
       await client.query(
         `INSERT INTO acquirer_simulator_calls
            (idempotency_key, payment_id, source, amount, currency, result, replayed)
          VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-        [
-          request.idempotencyKey,
-          request.paymentId,
-          request.source,
-          request.amount,
-          request.currency,
-          result,
-          previous !== undefined,
-        ],
+        [...callColumns(request, result), previous !== undefined],
       );
       await client.query('COMMIT');
       return answer ? { result, answer } : { result };
@@ -201,6 +173,25 @@ export function createAcquirerSimulator(pool: Pool, options: SimulatorOptions): 
       return answer;
     },
   };
+}
+
+/** What the acquirer answers for a recorded charge. */
+function answerOf(result: 'approved' | 'declined', reference: string): ChargeResult {
+  return result === 'approved'
+    ? { outcome: 'approved', reference }
+    : { outcome: 'declined', code: 'card_declined' };
+}
+
+/** A call-log row's first six columns: key, payment, source, amount, currency, result. */
+function callColumns(request: ChargeRequest, result: CallResult): unknown[] {
+  return [
+    request.idempotencyKey,
+    request.paymentId,
+    request.source,
+    request.amount,
+    request.currency,
+    result,
+  ];
 }
 
 /** Resolves after `ms`, or rejects with the signal's reason when it aborts first. */

@@ -31,27 +31,39 @@ function traceIdOf(traceparent: string | undefined): string | undefined {
   return traceparent?.split('-')[1];
 }
 
+/** Posts a payment with these headers, waits until it is settled; its two Kafka records. */
+async function settlePayment(amount: number, headers: Record<string, string>) {
+  const { apiKey } = await api.merchant();
+  const created = await postPayment(api, {
+    apiKey,
+    body: { amount, currency: 'EUR' },
+    headers,
+  });
+  expect(created.status).toBe(202);
+  const id = created.json.id as string;
+  await eventually('settled', async () => {
+    const res = await getJson(api, `/payments/${id}`, apiKey);
+    return res.json.status === 'settled' ? true : undefined;
+  });
+  const topic = api.platform.config.KAFKA_TOPIC_PAYMENTS;
+  const records = await eventually('both records', async () => {
+    const mine = (await readTopic(api.platform.kafka, topic, 2)).filter((r) => r.key === id);
+    return mine.length === 2 ? mine : undefined;
+  });
+  return { id, records, topic };
+}
+
 describe('tracing', () => {
   it('when a payment is posted with a traceparent, then the API, relay, consumer, worker and acquirer spans are in that one trace and both events carry it', async () => {
     expect(tracing).not.toBeNull();
     const traceId = randomBytes(16).toString('hex');
     const callerSpanId = randomBytes(8).toString('hex');
-    const { apiKey } = await api.merchant();
-    const created = await postPayment(api, {
-      apiKey,
-      body: { amount: 4200, currency: 'EUR' },
-      headers: { traceparent: `00-${traceId}-${callerSpanId}-01`, tracestate: 'vendor=abc' },
-    });
-    expect(created.status).toBe(202);
-    const id = created.json.id as string;
-    await eventually('settled', async () => {
-      const res = await getJson(api, `/payments/${id}`, apiKey);
-      return res.json.status === 'settled' ? true : undefined;
+    const { records: mine, topic } = await settlePayment(4200, {
+      traceparent: `00-${traceId}-${callerSpanId}-01`,
+      tracestate: 'vendor=abc',
     });
 
     // Kafka: both records carry the trace, as headers and as envelope attributes.
-    const topic = api.platform.config.KAFKA_TOPIC_PAYMENTS;
-    const mine = (await readTopic(api.platform.kafka, topic, 2)).filter((r) => r.key === id);
     expect(mine.map((r) => r.headers.ce_type)).toEqual(['payment.created', 'payment.settled']);
     for (const record of mine) {
       expect(traceIdOf(record.headers.ce_traceparent)).toBe(traceId);
@@ -104,22 +116,8 @@ describe('tracing', () => {
 
   it('when a payment is posted in a sampled-out trace, then no span is recorded and both events carry that trace with the sampled flag off', async () => {
     const traceId = randomBytes(16).toString('hex');
-    const { apiKey } = await api.merchant();
-    const created = await postPayment(api, {
-      apiKey,
-      body: { amount: 4300, currency: 'EUR' },
-      headers: { traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-00` },
-    });
-    expect(created.status).toBe(202);
-    const id = created.json.id as string;
-    await eventually('settled', async () => {
-      const res = await getJson(api, `/payments/${id}`, apiKey);
-      return res.json.status === 'settled' ? true : undefined;
-    });
-    const topic = api.platform.config.KAFKA_TOPIC_PAYMENTS;
-    const mine = await eventually('both records', async () => {
-      const records = (await readTopic(api.platform.kafka, topic, 2)).filter((r) => r.key === id);
-      return records.length === 2 ? records : undefined;
+    const { records: mine } = await settlePayment(4300, {
+      traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-00`,
     });
     expect(mine.map((r) => r.headers.ce_type)).toEqual(['payment.created', 'payment.settled']);
     for (const record of mine) {
