@@ -62,6 +62,21 @@ export function problems(...codes: ErrorCode[]): JsonObject {
   );
 }
 
+/**
+ * The 202 of a creating POST: the new resource, or the stored response replayed (header
+ * Idempotent-Replayed: true), with its Location.
+ */
+export function acceptedResponse(description: string, schema: string): JsonObject {
+  return {
+    description,
+    headers: {
+      Location: { schema: { type: 'string' } },
+      'Idempotent-Replayed': { schema: { type: 'string', enum: ['true'] } },
+    },
+    content: { 'application/json': { schema: ref(schema) } },
+  };
+}
+
 export const idempotencyKeyHeader = {
   name: 'Idempotency-Key',
   in: 'header',

@@ -10,6 +10,7 @@ import {
   refundSchema,
 } from '../../refunds/refund-schemas.js';
 import {
+  acceptedResponse,
   components,
   idempotencyKeyHeader,
   limitParameter,
@@ -47,13 +48,10 @@ function createPaymentOperation(): JsonObject {
     },
     responses: {
       '202': {
-        description:
+        ...acceptedResponse(
           'Accepted (new) or the stored response replayed (header Idempotent-Replayed: true).',
-        headers: {
-          Location: { schema: { type: 'string' } },
-          'Idempotent-Replayed': { schema: { type: 'string', enum: ['true'] } },
-        },
-        content: { 'application/json': { schema: ref('Payment') } },
+          'Payment',
+        ),
         links: {
           GetPayment: {
             operationId: 'getPayment',

@@ -1,4 +1,5 @@
 import {
+  acceptedResponse,
   idempotencyKeyHeader,
   limitParameter,
   paymentIdParameter,
@@ -22,15 +23,10 @@ export function createRefundOperation(): JsonObject {
       content: { 'application/json': { schema: ref('CreateRefundRequest') } },
     },
     responses: {
-      '202': {
-        description:
-          'Accepted (pending; the acquirer is called asynchronously) or the stored response replayed (header Idempotent-Replayed: true). Location: /refunds/{id}.',
-        headers: {
-          Location: { schema: { type: 'string' } },
-          'Idempotent-Replayed': { schema: { type: 'string', enum: ['true'] } },
-        },
-        content: { 'application/json': { schema: ref('Refund') } },
-      },
+      '202': acceptedResponse(
+        'Accepted (pending; the acquirer is called asynchronously) or the stored response replayed (header Idempotent-Replayed: true). Location: /refunds/{id}.',
+        'Refund',
+      ),
       ...problems(
         'idempotency_key_missing',
         'idempotency_key_invalid',
