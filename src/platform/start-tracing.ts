@@ -12,7 +12,7 @@ import {
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import { setTracingShutdown } from './tracing.js';
-import { traceExporterName, type TraceExporterName } from './tracing-env.js';
+import { sdkDisabled, traceExporterName, type TraceExporterName } from './tracing-env.js';
 
 export interface TracingHandle {
   /** Flushes the spans still queued and stops the provider. */
@@ -42,7 +42,7 @@ export function startTracing(
   options: TracingOptions = {},
   env: NodeJS.ProcessEnv = process.env,
 ): TracingHandle | null {
-  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return null;
+  if (sdkDisabled(env)) return null;
   const exporter = traceExporterName(env);
   if (!options.exporter && exporter === null) return null;
   const processor = spanProcessor(exporter, options.exporter);
