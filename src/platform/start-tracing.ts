@@ -1,4 +1,5 @@
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { registerInstrumentations } from '@opentelemetry/instrumentation';
 import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
@@ -12,7 +13,12 @@ import {
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import { setTracingShutdown } from './tracing.js';
-import { sdkDisabled, traceExporterName, type TraceExporterName } from './tracing-env.js';
+import {
+  otlpProtocol,
+  sdkDisabled,
+  traceExporterName,
+  type TraceExporterName,
+} from './tracing-env.js';
 
 export interface TracingHandle {
   /** Flushes the spans still queued and stops the provider. */
@@ -29,7 +35,8 @@ export interface TracingOptions {
  * - OTEL_SDK_DISABLED=true, or OTEL_TRACES_EXPORTER unset or `none`: no provider, so every span
  *   is the API's no-op (tracing off costs nothing measurable, see DESIGN);
  * - OTEL_TRACES_EXPORTER=otlp: OTLP over HTTP (OTEL_EXPORTER_OTLP_ENDPOINT or
- *   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, default http://localhost:4318), batched;
+ *   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, default http://localhost:4318), batched, protobuf unless
+ *   OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL says http/json (otlpProtocol);
  * - OTEL_TRACES_EXPORTER=console: spans printed to stdout (debugging);
  * - OTEL_TRACES_SAMPLER/OTEL_TRACES_SAMPLER_ARG: read by the SDK (default parentbased_always_on);
  * - OTEL_SERVICE_NAME/OTEL_RESOURCE_ATTRIBUTES: the resource (default service name `defaultName`).
@@ -45,7 +52,7 @@ export function startTracing(
   if (sdkDisabled(env)) return null;
   const exporter = traceExporterName(env);
   if (!options.exporter && exporter === null) return null;
-  const processor = spanProcessor(exporter, options.exporter);
+  const processor = spanProcessor(exporter, options.exporter, env);
   const detected = detectResources({ detectors: [envDetector] });
   const resource = resourceFromAttributes({ [ATTR_SERVICE_NAME]: defaultName }).merge(detected);
   const provider = new NodeTracerProvider({ resource, spanProcessors: [processor] });
@@ -74,9 +81,11 @@ export function startTracing(
 function spanProcessor(
   name: TraceExporterName | null,
   testExporter: SpanExporter | undefined,
+  env: NodeJS.ProcessEnv,
 ): SimpleSpanProcessor | BatchSpanProcessor {
   if (testExporter) return new SimpleSpanProcessor(testExporter);
+  if (name === 'console') return new BatchSpanProcessor(new ConsoleSpanExporter());
   return new BatchSpanProcessor(
-    name === 'console' ? new ConsoleSpanExporter() : new OTLPTraceExporter(),
+    otlpProtocol(env) === 'http/json' ? new OtlpJsonExporter() : new OtlpProtobufExporter(),
   );
 }

@@ -1,6 +1,9 @@
 /** The trace exporters this build ships (OTEL_TRACES_EXPORTER values); anything else is off. */
 export type TraceExporterName = 'otlp' | 'console';
 
+/** The packages start-tracing instruments (pg, ioredis): the ESM loader hook wraps only these. */
+export const INSTRUMENTED_PACKAGES = ['pg', 'ioredis'];
+
 /** OTEL_SDK_DISABLED=true: no tracing at all, whatever else is set. */
 export function sdkDisabled(env: NodeJS.ProcessEnv): boolean {
   return env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true';
@@ -15,4 +18,33 @@ export function traceExporterName(env: NodeJS.ProcessEnv): TraceExporterName | n
   if (sdkDisabled(env)) return null;
   const name = env.OTEL_TRACES_EXPORTER?.trim().toLowerCase();
   return name === 'otlp' || name === 'console' ? name : null;
+}
+
+/** The OTLP encodings this build ships (the spec's OTEL_EXPORTER_OTLP_PROTOCOL values over HTTP). */
+export type OtlpProtocol = 'http/protobuf' | 'http/json';
+
+/**
+ * The OTLP protocol for traces: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else
+ * OTEL_EXPORTER_OTLP_PROTOCOL, else the spec's default `http/protobuf` (a third of JSON's bytes
+ * and CPU per exported span, DESIGN 79). `grpc` and anything else are refused with one line
+ * naming the setting, as every other bad setting is.
+ */
+export function otlpProtocol(env: NodeJS.ProcessEnv): OtlpProtocol {
+  for (const name of ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL']) {
+    const value = env[name]?.trim().toLowerCase();
+    if (value === undefined || value === '') continue;
+    if (value === 'http/protobuf' || value === 'http/json') return value;
+    throw new TracingConfigError(
+      `${name} must be http/protobuf or http/json (grpc is not shipped); got ${JSON.stringify(env[name])}`,
+    );
+  }
+  return 'http/protobuf';
+}
+
+/** A bad OTEL_* setting: the preload prints its message as the process's one line and exits 1. */
+export class TracingConfigError extends Error {
+  constructor(problem: string) {
+    super(`invalid configuration: ${problem}`);
+    this.name = 'TracingConfigError';
+  }
 }

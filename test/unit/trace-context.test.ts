@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { toKafkaRecord } from '../../src/outbox/cloud-event.js';
 import { traceContextHeaders, traceContextOfEnvelope } from '../../src/outbox/trace-context.js';
 import { startTracing } from '../../src/platform/start-tracing.js';
+import { otlpProtocol, TracingConfigError } from '../../src/platform/tracing-env.js';
 import { toDeadLetter } from '../../src/settlement/dead-letter.js';
 
 const TRACEPARENT = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
@@ -58,5 +59,27 @@ describe('startTracing', () => {
     expect(
       startTracing('t', {}, { OTEL_TRACES_EXPORTER: 'otlp', OTEL_SDK_DISABLED: 'true' }),
     ).toBeNull();
+  });
+});
+
+describe('otlpProtocol', () => {
+  it('when nothing is set, then http/protobuf (the spec default); the traces setting wins over the general one', () => {
+    expect(otlpProtocol({})).toBe('http/protobuf');
+    expect(otlpProtocol({ OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json' })).toBe('http/json');
+    expect(
+      otlpProtocol({
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: ' HTTP/Protobuf ',
+      }),
+    ).toBe('http/protobuf');
+  });
+
+  it('when grpc or anything else is asked for, then one error naming the setting, before any provider is registered', () => {
+    expect(() => otlpProtocol({ OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'grpc' })).toThrow(
+      /^invalid configuration: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL must be http\/protobuf or http\/json .*"grpc"$/,
+    );
+    expect(() =>
+      startTracing('t', {}, { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_PROTOCOL: 'json' }),
+    ).toThrow(TracingConfigError);
   });
 });
