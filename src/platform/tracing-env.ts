@@ -25,7 +25,7 @@ export type OtlpProtocol = 'http/protobuf' | 'http/json';
 
 /**
  * The OTLP protocol for traces: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else
- * OTEL_EXPORTER_OTLP_PROTOCOL, else the spec's default `http/protobuf` (a third of JSON's bytes
+ * OTEL_EXPORTER_OTLP_PROTOCOL, else the spec's default `http/protobuf` (less than half of JSON's bytes
  * and CPU per exported span, DESIGN 79). `grpc` and anything else are refused with one line
  * naming the setting, as every other bad setting is.
  */

@@ -77,10 +77,16 @@ describe('buildOpenApiDocument', () => {
     expect(Object.keys(doc.paths['/payments']?.get?.responses ?? {})).toContain('400');
   });
 
-  it('when generated, then the 202 links to the payment and to the page after it', () => {
+  it('when generated, then the 202 links to the payment, the page after it and its refunds; the refund 202 links to the refund', () => {
     const created = doc.paths['/payments']?.post?.responses['202'] as { links: object };
     expect(created.links).toMatchObject({
       GetPayment: { operationId: 'getPayment', parameters: { id: '$response.body#/id' } },
+      CreateRefund: { operationId: 'createRefund', parameters: { id: '$response.body#/id' } },
+      ListRefunds: { operationId: 'listRefunds', parameters: { id: '$response.body#/id' } },
+    });
+    const refund = doc.paths['/payments/{id}/refunds']?.post?.responses['202'] as { links: object };
+    expect(refund.links).toMatchObject({
+      GetRefund: { operationId: 'getRefund', parameters: { id: '$response.body#/id' } },
     });
   });
 

@@ -61,6 +61,14 @@ function createPaymentOperation(): JsonObject {
             operationId: 'listPayments',
             parameters: { starting_after: '$response.body#/id' },
           },
+          CreateRefund: {
+            operationId: 'createRefund',
+            parameters: { id: '$response.body#/id' },
+          },
+          ListRefunds: {
+            operationId: 'listRefunds',
+            parameters: { id: '$response.body#/id' },
+          },
         },
       },
       ...problems(

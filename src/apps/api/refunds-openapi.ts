@@ -23,10 +23,15 @@ export function createRefundOperation(): JsonObject {
       content: { 'application/json': { schema: ref('CreateRefundRequest') } },
     },
     responses: {
-      '202': acceptedResponse(
-        'Accepted (pending; the acquirer is called asynchronously) or the stored response replayed (header Idempotent-Replayed: true). Location: /refunds/{id}.',
-        'Refund',
-      ),
+      '202': {
+        ...acceptedResponse(
+          'Accepted (pending; the acquirer is called asynchronously) or the stored response replayed (header Idempotent-Replayed: true). Location: /refunds/{id}.',
+          'Refund',
+        ),
+        links: {
+          GetRefund: { operationId: 'getRefund', parameters: { id: '$response.body#/id' } },
+        },
+      },
       ...problems(
         'idempotency_key_missing',
         'idempotency_key_invalid',
