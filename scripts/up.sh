@@ -29,4 +29,4 @@ log "starting api, relay and settlement (Ctrl-C to stop)"
 # as the owner login, explicitly allowed. Deployments run one process per role with its own
 # login (API_DATABASE_URL etc. from `scripts/stack.sh env`; docker-compose.yml does).
 export DB_ALLOW_PRIVILEGED_LOGIN="${DB_ALLOW_PRIVILEGED_LOGIN:-true}"
-exec node dist/apps/all/main.js
+exec node --max-old-space-size=1024 dist/apps/all/main.js

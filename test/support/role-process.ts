@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
+import { SERVICE_NODE_FLAGS } from '../../src/platform/service-node-flags.js';
 import { REPO_ROOT } from './services.js';
 
 export interface RoleProcess {
@@ -12,11 +13,15 @@ export interface RoleProcess {
 
 /** Runs a compiled entry point (`dist/<entry>`) with exactly `env` plus PATH. */
 export function startRoleProcess(entry: string, env: Record<string, string>): RoleProcess {
-  const child = spawn(process.execPath, [path.join(REPO_ROOT, 'dist', entry)], {
-    cwd: REPO_ROOT,
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [...SERVICE_NODE_FLAGS, path.join(REPO_ROOT, 'dist', entry)],
+    {
+      cwd: REPO_ROOT,
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let output = '';
   const lines: Record<string, unknown>[] = [];
   const waiters = new Set<() => void>();

@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { SERVICE_NODE_FLAGS } from '../../src/platform/service-node-flags.js';
 
 /** The repository root (this file is dist-tools/tools/bench/bench-process.js once built). */
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -39,7 +40,11 @@ export async function startProcess(
   nodeArgs: readonly string[] = [],
 ): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort();
-  const child = spawn(process.execPath, [...nodeArgs, entry], {
+  // Services run with the flags they are deployed with; `nodeArgs` come after and win.
+  const serviceFlags = entry.startsWith(path.join(ROOT, 'dist') + path.sep)
+    ? SERVICE_NODE_FLAGS
+    : [];
+  const child = spawn(process.execPath, [...serviceFlags, ...nodeArgs, entry], {
     env: {
       ...process.env,
       ...env,

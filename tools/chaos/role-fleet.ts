@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import path from 'node:path';
+import { SERVICE_NODE_FLAGS } from '../../src/platform/service-node-flags.js';
 import { ENTRY_POINTS } from './repo-root.js';
 
 export type Role = 'api' | 'relay' | 'settlement';
@@ -69,7 +70,7 @@ export class RoleFleet {
     const startedAt = Date.now();
     const child = spawn(
       process.execPath,
-      [path.join(this.root, ENTRY_POINTS.role(instance.role))],
+      [...SERVICE_NODE_FLAGS, path.join(this.root, ENTRY_POINTS.role(instance.role))],
       {
         cwd: this.root,
         env: instance.env,

@@ -71,7 +71,7 @@ base="http://127.0.0.1:$port"
 log "starting the API on $base"
 DATABASE_URL="$api_url" DB_ALLOW_PRIVILEGED_LOGIN="$allow_privileged" PORT="$port" \
   LOG_LEVEL="${FUZZ_LOG_LEVEL:-warn}" \
-  node dist/apps/api/main.js &
+  node --max-old-space-size=1024 dist/apps/api/main.js &
 api_pid=$!
 for _ in $(seq 1 100); do
   if curl -fsS "$base/healthz" >/dev/null 2>&1; then break; fi
