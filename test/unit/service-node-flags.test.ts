@@ -15,11 +15,11 @@ const LAUNCHERS = ['package.json', 'scripts/up.sh', 'docker-compose.yml', 'tools
 function serviceCommands(text: string): string[] {
   const commands: string[] = [];
   for (const entry of text.matchAll(/dist\/apps\/[a-z]+\/main\.js/g)) {
-    const end = (entry.index ?? 0) + entry[0].length;
+    const end = entry.index + entry[0].length;
     const window = text.slice(Math.max(0, end - 200), end);
     const start = [...window.matchAll(/(^|[\s'"[])(node)(?=['"\s,])/g)].at(-1);
     if (start === undefined) continue;
-    commands.push(window.slice((start.index ?? 0) + (start[1]?.length ?? 0)));
+    commands.push(window.slice(start.index + (start[1]?.length ?? 0)));
   }
   return commands;
 }
