@@ -108,3 +108,8 @@ export const paymentIdParameter = {
   required: true,
   schema: { type: 'string', format: 'uuid' },
 };
+
+/** An OpenAPI link passing the response body's `id` to `operationId` as `parameter`. */
+export function bodyIdLink(operationId: string, parameter: string): JsonObject {
+  return { operationId, parameters: { [parameter]: '$response.body#/id' } };
+}

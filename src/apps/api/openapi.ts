@@ -11,6 +11,7 @@ import {
 } from '../../refunds/refund-schemas.js';
 import {
   acceptedResponse,
+  bodyIdLink,
   components,
   idempotencyKeyHeader,
   limitParameter,
@@ -53,22 +54,10 @@ function createPaymentOperation(): JsonObject {
           'Payment',
         ),
         links: {
-          GetPayment: {
-            operationId: 'getPayment',
-            parameters: { id: '$response.body#/id' },
-          },
-          ListPaymentsAfter: {
-            operationId: 'listPayments',
-            parameters: { starting_after: '$response.body#/id' },
-          },
-          CreateRefund: {
-            operationId: 'createRefund',
-            parameters: { id: '$response.body#/id' },
-          },
-          ListRefunds: {
-            operationId: 'listRefunds',
-            parameters: { id: '$response.body#/id' },
-          },
+          GetPayment: bodyIdLink('getPayment', 'id'),
+          ListPaymentsAfter: bodyIdLink('listPayments', 'starting_after'),
+          CreateRefund: bodyIdLink('createRefund', 'id'),
+          ListRefunds: bodyIdLink('listRefunds', 'id'),
         },
       },
       ...problems(

@@ -1,5 +1,6 @@
 import {
   acceptedResponse,
+  bodyIdLink,
   idempotencyKeyHeader,
   limitParameter,
   paymentIdParameter,
@@ -28,9 +29,7 @@ export function createRefundOperation(): JsonObject {
           'Accepted (pending; the acquirer is called asynchronously) or the stored response replayed (header Idempotent-Replayed: true). Location: /refunds/{id}.',
           'Refund',
         ),
-        links: {
-          GetRefund: { operationId: 'getRefund', parameters: { id: '$response.body#/id' } },
-        },
+        links: { GetRefund: bodyIdLink('getRefund', 'id') },
       },
       ...problems(
         'idempotency_key_missing',
