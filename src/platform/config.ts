@@ -1,5 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { ConfigError } from './config-error.js';
+
+export { ConfigError };
 
 /**
  * The whole runtime configuration of every process role, read from the environment once at
@@ -381,16 +384,6 @@ export const configSchema = z.object({
 });
 
 export type Config = z.infer<typeof configSchema>;
-
-export class ConfigError extends Error {
-  constructor(
-    readonly variable: string,
-    readonly problem: string,
-  ) {
-    super(`invalid configuration: ${variable} ${problem}`);
-    this.name = 'ConfigError';
-  }
-}
 
 /**
  * Settings that may carry credentials. Each can instead be read from the file named by

@@ -1,6 +1,7 @@
 import { register } from 'node:module';
 import path from 'node:path';
-import { INSTRUMENTED_PACKAGES, TracingConfigError, traceExporterName } from './tracing-env.js';
+import { ConfigError } from './config-error.js';
+import { INSTRUMENTED_PACKAGES, traceExporterName } from './tracing-env.js';
 
 /**
  * Preloaded with `node --import ./dist/platform/register-tracing.js dist/apps/<role>/main.js`:
@@ -29,7 +30,7 @@ async function startOrExit(serviceName: string) {
   try {
     return (await import('./start-tracing.js')).startTracing(serviceName);
   } catch (error) {
-    if (!(error instanceof TracingConfigError)) throw error;
+    if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`${error.message}\n`);
     process.exit(1);
   }

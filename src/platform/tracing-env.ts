@@ -1,3 +1,5 @@
+import { ConfigError } from './config-error.js';
+
 /** The trace exporters this build ships (OTEL_TRACES_EXPORTER values); anything else is off. */
 export type TraceExporterName = 'otlp' | 'console';
 
@@ -26,7 +28,7 @@ export type OtlpProtocol = 'http/protobuf' | 'http/json';
 /**
  * The OTLP protocol for traces: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else
  * OTEL_EXPORTER_OTLP_PROTOCOL, else the spec's default `http/protobuf` (less than half of JSON's bytes
- * and CPU per exported span, DESIGN 79). `grpc` and anything else are refused with one line
+ * per exported trace, DESIGN 79). `grpc` and anything else are refused with one line
  * naming the setting, as every other bad setting is.
  */
 export function otlpProtocol(env: NodeJS.ProcessEnv): OtlpProtocol {
@@ -34,17 +36,10 @@ export function otlpProtocol(env: NodeJS.ProcessEnv): OtlpProtocol {
     const value = env[name]?.trim().toLowerCase();
     if (value === undefined || value === '') continue;
     if (value === 'http/protobuf' || value === 'http/json') return value;
-    throw new TracingConfigError(
-      `${name} must be http/protobuf or http/json (grpc is not shipped); got ${JSON.stringify(env[name])}`,
+    throw new ConfigError(
+      name,
+      `must be http/protobuf or http/json (grpc is not shipped); got ${JSON.stringify(env[name])}`,
     );
   }
   return 'http/protobuf';
-}
-
-/** A bad OTEL_* setting: the preload prints its message as the process's one line and exits 1. */
-export class TracingConfigError extends Error {
-  constructor(problem: string) {
-    super(`invalid configuration: ${problem}`);
-    this.name = 'TracingConfigError';
-  }
 }

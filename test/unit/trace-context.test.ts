@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { toKafkaRecord } from '../../src/outbox/cloud-event.js';
 import { traceContextHeaders, traceContextOfEnvelope } from '../../src/outbox/trace-context.js';
 import { startTracing } from '../../src/platform/start-tracing.js';
-import { otlpProtocol, TracingConfigError } from '../../src/platform/tracing-env.js';
+import { ConfigError } from '../../src/platform/config-error.js';
+import { otlpProtocol } from '../../src/platform/tracing-env.js';
 import { toDeadLetter } from '../../src/settlement/dead-letter.js';
 
 const TRACEPARENT = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
@@ -80,6 +81,6 @@ describe('otlpProtocol', () => {
     );
     expect(() =>
       startTracing('t', {}, { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_PROTOCOL: 'json' }),
-    ).toThrow(TracingConfigError);
+    ).toThrow(ConfigError);
   });
 });
