@@ -2,7 +2,9 @@ import type { RefundAcquirer } from '../acquirer/acquirer.js';
 import { fullJitterDelay } from '../platform/backoff.js';
 import type { Config } from '../platform/config.js';
 import type { Pool } from '../platform/db.js';
+import { isDatabaseUnavailable } from '../platform/db-errors.js';
 import type { Logger } from '../platform/logger.js';
+import { createOutageLog, type OutageLog } from '../platform/outage-log.js';
 import type { PublishDeadLetter } from '../settlement/dead-letter-job.js';
 import { claimDueRefundJobs, type ClaimedRefundJob } from './refund-job-repository.js';
 import { runRefundJob, type RefundJobDeps, type RefundJobOutcome } from './refund-job.js';
@@ -22,7 +24,10 @@ export interface RefundWorkerDeps {
     | 'SETTLEMENT_POLL_MS'
     | 'ACQUIRER_TIMEOUT_MS'
     | 'KAFKA_TOPIC_PAYMENTS'
-  >;
+  > &
+    Partial<Pick<Config, 'OUTAGE_LOG_INTERVAL_MS'>>;
+  /** The process's one log of Postgres outages (see WorkerDeps); a new one when absent. */
+  postgresOutage?: OutageLog;
   afterRefund?: RefundJobDeps['afterRefund'];
   random?: () => number;
 }
@@ -35,6 +40,9 @@ export interface RefundWorkerDeps {
 export function createRefundWorker(deps: RefundWorkerDeps) {
   const { config, logger } = deps;
   const random = deps.random ?? Math.random;
+  const postgresOutage =
+    deps.postgresOutage ??
+    createOutageLog('postgres', logger, config.OUTAGE_LOG_INTERVAL_MS ?? 30_000);
   const steps: RefundJobDeps = {
     pool: deps.pool,
     acquirer: deps.acquirer,
@@ -56,7 +64,11 @@ export function createRefundWorker(deps: RefundWorkerDeps) {
   /** One job, never rejecting: a failed step keeps its lease and is retried when it ends. */
   function work(job: ClaimedRefundJob): Promise<RefundJobOutcome | 'error'> {
     return runRefundJob(steps, job).catch((error: unknown) => {
-      logger.error({ err: error, refund_id: job.refund.id }, 'refund step failed');
+      if (isDatabaseUnavailable(error)) {
+        postgresOutage.failed(error, { action: 'refund step failed; the job is retried' });
+      } else {
+        logger.error({ err: error, refund_id: job.refund.id }, 'refund step failed');
+      }
       return 'error' as const;
     });
   }
@@ -81,8 +93,9 @@ export function createRefundWorker(deps: RefundWorkerDeps) {
       let claimed = 0;
       try {
         claimed = (await runOnce()).length;
+        postgresOutage.succeeded();
       } catch (error) {
-        logger.warn({ err: error }, 'refund worker iteration failed; retrying');
+        postgresOutage.failed(error, { action: 'refund claim failed; retrying' });
       }
       // A full batch: more may be due at once. Otherwise poll (a stop ends the sleep; one
       // that came while working skips it).

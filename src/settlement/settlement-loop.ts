@@ -1,10 +1,14 @@
-import type { Logger } from '../platform/logger.js';
+import type { OutageLog } from '../platform/outage-log.js';
 import type { ClaimedJob } from './settlement-repository.js';
 
 export interface SettlementLoopDeps {
   concurrency: number;
   pollMs: number;
-  logger: Logger;
+  /**
+   * Where a failed claim goes: a Postgres outage fails every poll, and must cost a few lines,
+   * not one (with its stack) per poll.
+   */
+  outage: OutageLog;
   /** Claims up to `limit` due jobs. */
   claim: (limit: number) => Promise<ClaimedJob[]>;
   /** Works one job; never rejects. */
@@ -79,12 +83,13 @@ export function createSettlementLoop(deps: SettlementLoopDeps): SettlementLoop {
     while (!stopped) {
       try {
         const claimed = await fillSlots();
+        deps.outage.succeeded();
         // Every slot busy: wait for one to free (or new work). Nothing due: sleep until the
         // next job is. Otherwise claim again at once.
         if (inFlight.size >= concurrency) await sleep(pollMs);
         else if (claimed === 0) await sleepUntilDue();
       } catch (error) {
-        deps.logger.warn({ err: error }, 'settlement worker iteration failed; retrying');
+        deps.outage.failed(error, { action: 'settlement claim failed; retrying' });
         await new Promise((r) => setTimeout(r, pollMs));
       }
     }

@@ -3,6 +3,8 @@ import type { Config } from '../platform/config.js';
 import type { Pool } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
 import { fullJitterDelay } from '../platform/backoff.js';
+import { isDatabaseUnavailable } from '../platform/db-errors.js';
+import { createOutageLog, type OutageLog } from '../platform/outage-log.js';
 import type { DeadLetterReason } from './dead-letter.js';
 import { sendDeadLetter, type PublishDeadLetter } from './dead-letter-job.js';
 import { settleJob, type SettleJobDeps } from './settle-job.js';
@@ -37,7 +39,13 @@ export interface WorkerDeps {
     | 'SETTLEMENT_POLL_MS'
     | 'ACQUIRER_TIMEOUT_MS'
     | 'KAFKA_TOPIC_PAYMENTS'
-  >;
+  > &
+    Partial<Pick<Config, 'OUTAGE_LOG_INTERVAL_MS'>>;
+  /**
+   * The process's one log of Postgres outages (shared with the refund worker, so an outage
+   * costs one set of lines); a new one when absent.
+   */
+  postgresOutage?: OutageLog;
   /** Fault injection for tests: runs after the acquirer answered, before the database commit. */
   afterCharge?: (job: ClaimedJob) => Promise<void>;
   random?: () => number;
@@ -79,6 +87,10 @@ function settleJobDeps(deps: WorkerDeps): SettleJobDeps {
 export function createSettlementWorker(deps: WorkerDeps) {
   const { config, logger } = deps;
   const steps = settleJobDeps(deps);
+  // Postgres going away fails the claim every poll and every job in flight: one outage's lines.
+  const postgresOutage =
+    deps.postgresOutage ??
+    createOutageLog('postgres', logger, config.OUTAGE_LOG_INTERVAL_MS ?? 30_000);
 
   /**
    * One job, never rejecting. A failed step (the completion's transaction, say) keeps its lease,
@@ -88,7 +100,11 @@ export function createSettlementWorker(deps: WorkerDeps) {
    */
   function work(job: ClaimedJob, counts: SettlementRunCounts): Promise<void> {
     return inSettleSpan(job, () => settleJob(steps, job, counts)).catch(async (error: unknown) => {
-      logger.error({ err: error, payment_id: job.paymentId }, 'settlement step failed');
+      if (isDatabaseUnavailable(error)) {
+        postgresOutage.failed(error, { action: 'settlement step failed; the job is retried' });
+      } else {
+        logger.error({ err: error, payment_id: job.paymentId }, 'settlement step failed');
+      }
       const failure = {
         errorClass: 'settlement_step_failed',
         message: error instanceof Error ? error.message : String(error),
@@ -117,7 +133,7 @@ export function createSettlementWorker(deps: WorkerDeps) {
   const loop = createSettlementLoop({
     concurrency: config.SETTLEMENT_CONCURRENCY,
     pollMs: config.SETTLEMENT_POLL_MS,
-    logger,
+    outage: postgresOutage,
     claim: (limit) =>
       claimDueJobs(deps.pool, limit, config.SETTLEMENT_LEASE_MS, config.SETTLEMENT_MAX_ATTEMPTS),
     work: (job) => work(job, loopCounts),

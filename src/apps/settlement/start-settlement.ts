@@ -10,6 +10,7 @@ import {
   publish,
 } from '../../platform/kafka.js';
 import type { Platform } from '../../platform/platform.js';
+import { createOutageLog } from '../../platform/outage-log.js';
 import { registerSettlementBacklogProbe } from '../../settlement/settlement-backlog-metrics.js';
 import { createRefundWorker, type RefundWorkerDeps } from '../../refunds/refund-worker.js';
 import { createSettlementHandler } from '../../settlement/settlement-consumer.js';
@@ -48,8 +49,11 @@ export function startSettlement(
       transientFailureRate: config.ACQUIRER_SIM_FAILURE_RATE,
       timeoutTokenDelayMs: config.ACQUIRER_TIMEOUT_MS * 3,
     });
+  // One log of Postgres outages for both workers: an outage costs one set of lines.
+  const postgresOutage = createOutageLog('postgres', logger, config.OUTAGE_LOG_INTERVAL_MS);
   const worker = createSettlementWorker({
     pool,
+    postgresOutage,
     acquirer,
     publishDeadLetter: async (record) => {
       await options.beforeDeadLetter?.();
@@ -63,6 +67,7 @@ export function startSettlement(
   // works them with the same retry policy and dead-letter topic (DESIGN, Part VI).
   const refundWorker = createRefundWorker({
     pool,
+    postgresOutage,
     acquirer: options.refundAcquirer ?? createRefundSimulator(pool),
     publishDeadLetter: (record) =>
       publish(producer, [{ topic: config.KAFKA_TOPIC_DLQ, records: [record] }]),

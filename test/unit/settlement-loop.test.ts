@@ -1,0 +1,56 @@
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { createOutageLog } from '../../src/platform/outage-log.js';
+import { createSettlementLoop } from '../../src/settlement/settlement-loop.js';
+import type { ClaimedJob } from '../../src/settlement/settlement-repository.js';
+
+function capture() {
+  const lines: Record<string, unknown>[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { lines, logger: pino({ level: 'debug' }, stream) };
+}
+
+function refused(): Error {
+  return Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+}
+
+describe('settlement loop', () => {
+  it('when every claim fails for 40 polls (Postgres down), then the outage costs one warning and one line when it ends, and claiming resumes', async () => {
+    const { lines, logger } = capture();
+    const outage = createOutageLog('postgres', logger, 60_000);
+    let claims = 0;
+    let resumed!: () => void;
+    const claimedAgain = new Promise<void>((resolve) => (resumed = resolve));
+    const loop = createSettlementLoop({
+      concurrency: 4,
+      pollMs: 10,
+      outage,
+      claim: () => {
+        claims++;
+        if (claims <= 40) return Promise.reject(refused());
+        if (claims === 42) resumed();
+        return Promise.resolve([] as ClaimedJob[]);
+      },
+      work: () => Promise.resolve(),
+      nextDueAt: () => Promise.resolve(null),
+    });
+    loop.start();
+    await claimedAgain;
+    await loop.stop();
+
+    expect(claims).toBeGreaterThanOrEqual(42);
+    expect(lines.map((l) => [l.level, l.msg])).toEqual([
+      [40, 'postgres unavailable'],
+      [30, 'postgres available again'],
+    ]);
+    expect(lines[0]).toMatchObject({ action: 'settlement claim failed; retrying' });
+    expect(lines[0]).not.toHaveProperty('err');
+    expect(lines[1]).toMatchObject({ failures: 40 });
+  });
+});
