@@ -8,6 +8,7 @@ import type { Merchant } from '../merchants/merchant-repository.js';
 import { paymentDatabaseGuard } from '../payments/payment-database-guard.js';
 import type { Config } from '../platform/config.js';
 import type { Pool } from '../platform/db.js';
+import { createKeyedQueue } from '../platform/keyed-queue.js';
 import type { Logger } from '../platform/logger.js';
 import { insertRefundOnce } from './insert-refund-once.js';
 import type { CreateRefundBody } from './refund-schemas.js';
@@ -45,6 +46,11 @@ export function createRefundService(deps: CreateRefundDeps) {
   const database = paymentDatabaseGuard(deps.config.UNAVAILABLE_RETRY_AFTER_SECONDS);
   const runIdempotently = createIdempotentCreate({ ...deps, db: deps.pool, database });
   const now = deps.now ?? (() => new Date());
+  // Refunds of one payment wait for each other on its row lock (insert-refund-once), each
+  // holding a pool connection while it waits. Queued here first, a burst of refunds for one
+  // payment holds one connection of this process, not the whole pool, so payments and other
+  // refunds keep theirs. The row lock still serializes replicas.
+  const perPayment = createKeyedQueue();
 
   return function createRefund(
     merchant: Merchant,
@@ -54,19 +60,21 @@ export function createRefundService(deps: CreateRefundDeps) {
   ): Promise<CreateOutcome> {
     const fingerprint = requestFingerprint('POST', `/payments/${paymentId}/refunds`, body);
     return runIdempotently(merchant, key, fingerprint, () =>
-      insertRefundOnce(deps.pool, {
-        merchantId: merchant.id,
-        idempotencyKey: key,
-        fingerprint,
-        ttlSeconds: deps.config.IDEMPOTENCY_KEY_TTL_SECONDS,
-        paymentId,
-        refundId: uuidv7(),
-        amount: body.amount ?? null,
-        reason: body.reason ?? null,
-        metadata: body.metadata ?? {},
-        createdAt: now(),
-        topic: deps.config.KAFKA_TOPIC_PAYMENTS,
-      }),
+      perPayment.run(paymentId, () =>
+        insertRefundOnce(deps.pool, {
+          merchantId: merchant.id,
+          idempotencyKey: key,
+          fingerprint,
+          ttlSeconds: deps.config.IDEMPOTENCY_KEY_TTL_SECONDS,
+          paymentId,
+          refundId: uuidv7(),
+          amount: body.amount ?? null,
+          reason: body.reason ?? null,
+          metadata: body.metadata ?? {},
+          createdAt: now(),
+          topic: deps.config.KAFKA_TOPIC_PAYMENTS,
+        }),
+      ),
     );
   };
 }
