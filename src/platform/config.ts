@@ -225,6 +225,16 @@ export const configSchema = z.object({
     .describe(
       'Longest an HTTP request may take; past it the client gets 503 + Retry-After (the work may still commit).',
     ),
+  /**
+   * Load shedding: at 1,000 payments/s a request is in flight ~15 ms, so ~15 are; 1,000 leaves
+   * room for bursts and storms (k6 refund storm: 900) while a flood behind a slow database
+   * cannot fill the capped heap (DESIGN 63).
+   */
+  HTTP_MAX_IN_FLIGHT: integer(1, 1_000_000)
+    .default(1_000)
+    .describe(
+      'Requests one API process serves at once; beyond it 503 + Retry-After at once (health probes exempt).',
+    ),
   /** A client that has not sent its headers by then is cut off (Node answers 408). */
   HTTP_HEADERS_TIMEOUT_MS: integer(100, 600_000)
     .default(10_000)

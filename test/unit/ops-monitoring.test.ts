@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import '../../src/http/admission-limit.js';
 import '../../src/http/http-metrics.js';
 import '../../src/outbox/outbox-metrics.js';
 import '../../src/platform/readiness-metrics.js';
@@ -88,6 +89,7 @@ describe('ops/prometheus alert rules', () => {
       'OutboxRowsParked',
       'SettlementDeadLetters',
       'ApiHigh5xxRate',
+      'ApiShedding',
       'SettlementBacklogHigh',
       'DependencyDown',
     ]);

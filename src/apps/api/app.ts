@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import express, { type Express } from 'express';
+import { admissionLimit, type AdmissionLimitOptions } from '../../http/admission-limit.js';
 import { ApiError } from '../../http/api-error.js';
 import { errorHandler } from '../../http/error-handler.js';
 import { httpMetrics } from '../../http/http-metrics.js';
@@ -33,6 +34,8 @@ export interface AppDeps {
   requestDeadlineMs: number;
   /** Where the 503s of an unreachable Postgres are logged (once per interval). */
   postgresOutage?: OutageLog;
+  /** HTTP_MAX_IN_FLIGHT: beyond it requests are answered 503 at once; absent, no limit. */
+  admission?: AdmissionLimitOptions;
 }
 
 /** Builds the HTTP application without listening, so tests can serve it on port 0. */
@@ -43,6 +46,7 @@ export function buildApp(deps: AppDeps): Express {
   app.use(traceRequests());
   app.use(httpMetrics());
   app.use(requestContext(deps.logger));
+  if (deps.admission) app.use(admissionLimit(deps.admission));
   app.use(requestDeadline(deps.requestDeadlineMs, deps.unavailableRetryAfterSeconds));
 
   app.get('/healthz', (_req, res) => {

@@ -77,6 +77,11 @@ export async function startApi(
     unavailableRetryAfterSeconds: config.UNAVAILABLE_RETRY_AFTER_SECONDS,
     requestDeadlineMs: config.REQUEST_DEADLINE_MS,
     postgresOutage,
+    admission: {
+      maxInFlight: config.HTTP_MAX_IN_FLIGHT,
+      retryAfterSeconds: config.UNAVAILABLE_RETRY_AFTER_SECONDS,
+      overload: createOutageLog('request capacity', logger, config.OUTAGE_LOG_INTERVAL_MS),
+    },
   });
   const stopReaper = createIdempotencyReaper(pool, logger, {
     batch: config.IDEMPOTENCY_REAPER_BATCH,
