@@ -1,0 +1,111 @@
+import { z } from 'zod';
+import { integer } from './config-fields.js';
+
+/** Kafka requests, settlement, the acquirer, probes and the outbox relay (part of configSchema). */
+export const pipelineSettings = {
+  /** Bounds a frozen broker: each Kafka request fails after this long and is retried/backed off. */
+  KAFKA_REQUEST_TIMEOUT_MS: integer(100, 600_000)
+    .default(10_000)
+    .describe('Longest one Kafka request waits for its answer (relay, settlement, admin).'),
+  /** Brief section 7: five attempts, then the dead-letter queue. */
+  SETTLEMENT_MAX_ATTEMPTS: integer(1, 100)
+    .default(5)
+    .describe('Acquirer attempts per payment before its event is dead-lettered.'),
+  /** First retry after up to this long (full jitter); doubles per attempt up to the cap. */
+  SETTLEMENT_BACKOFF_BASE_MS: integer(1, 600_000)
+    .default(200)
+    .describe('Base of the settlement retry backoff (full jitter, doubling per attempt).'),
+  /** No retry waits longer: a recovered acquirer is used within this long. */
+  SETTLEMENT_BACKOFF_CAP_MS: integer(1, 3_600_000)
+    .default(30_000)
+    .describe('Longest delay between two settlement attempts.'),
+  /** A claimed job is another worker's after this long; well above ACQUIRER_TIMEOUT_MS. */
+  SETTLEMENT_LEASE_MS: integer(100, 3_600_000)
+    .default(30_000)
+    .describe(
+      'How long a claimed settlement job belongs to its worker before another may take it.',
+    ),
+  /**
+   * Jobs in flight per settlement process. A slot is held through the claim, the acquirer call
+   * and the grouped completion, so one process settles at most about this many per (acquirer
+   * latency + completion time): 16 capped it near 210/s on the 2-core bench machine even with a
+   * zero-latency acquirer (DESIGN 80).
+   */
+  SETTLEMENT_CONCURRENCY: integer(1, 1_000)
+    .default(64)
+    .describe('Acquirer calls in flight per settlement process.'),
+  /** Batches of this many partitions are recorded at once; each is one short transaction. */
+  SETTLEMENT_CONSUMER_PARTITIONS: integer(1, 1_000)
+    .default(6)
+    .describe('Partitions whose batches the settlement consumer records at once.'),
+  /** A few hundred rows per statement amortise the commit; more only lengthens the transaction. */
+  SETTLEMENT_INTAKE_BATCH_MAX: integer(1, 10_000)
+    .default(500)
+    .describe('Most records the settlement consumer records in one transaction.'),
+  /** Fallback poll for due retries; new work wakes the worker at once. */
+  SETTLEMENT_POLL_MS: integer(10, 60_000)
+    .default(500)
+    .describe('Fallback poll of the settlement worker for due retries.'),
+  /** An acquirer that has not answered by then is treated as a transient failure. */
+  ACQUIRER_TIMEOUT_MS: integer(10, 120_000)
+    .default(2_000)
+    .describe('Timeout of one acquirer call (then a transient failure).'),
+  /** Simulator only: latency added to every call, for load tests. */
+  ACQUIRER_SIM_LATENCY_MS: integer(0, 60_000)
+    .default(0)
+    .describe('Simulator only: latency added to every call.'),
+  /** Simulator only: probability of a random transient failure, for load tests. */
+  ACQUIRER_SIM_FAILURE_RATE: z
+    .string()
+    .regex(/^(0(\.\d+)?|1(\.0+)?)$/, { message: 'must be a number between 0 and 1' })
+    .transform(Number)
+    .default(0)
+    .describe('Simulator only: probability (0-1) of a random transient failure.'),
+  /** A readiness probe must answer before the orchestrator's own timeout (typically 1-5 s). */
+  READINESS_TIMEOUT_MS: integer(100, 60_000)
+    .default(2_000)
+    .describe('Bound of each dependency check of `/readyz`.'),
+  /** Long enough to finish in-flight requests, shorter than a typical 30 s SIGKILL grace period. */
+  SHUTDOWN_TIMEOUT_MS: integer(100, 120_000)
+    .default(15_000)
+    .describe('Bound of a graceful shutdown after SIGTERM/SIGINT.'),
+  /**
+   * The internal listener of every process (API included): /metrics, the detailed /readyz and
+   * /healthz. 9464 is the usual Prometheus exporter port; 0 picks a free port (logged).
+   */
+  METRICS_PORT: integer(0, 65535)
+    .default(9464)
+    .describe(
+      'Port of the internal listener of every process: `/metrics`, detailed `/readyz`, `/healthz` (0 picks one and logs it).',
+    ),
+  /** Loopback by default: metrics and dependency detail are for the node's agents, not the public. */
+  INTERNAL_HOST: z
+    .string()
+    .min(1)
+    .default('127.0.0.1')
+    .describe("Address the internal listener binds (loopback: for the node's agents only)."),
+  /** Rows per claim-publish-mark round: amortises the round trips, still one fast produce request. */
+  RELAY_BATCH_SIZE: integer(1, 10_000)
+    .default(500)
+    .describe('Outbox rows per claim-publish-mark round.'),
+  /** Loops per relay process: with 2, one publishes while the other waits on Postgres (bench). */
+  RELAY_WORKERS: integer(1, 16)
+    .default(2)
+    .describe('Relay loops per process, each with its own producer.'),
+  /** Fallback when a notification is missed (listener reconnecting) and to pick up retried rows. */
+  RELAY_POLL_INTERVAL_MS: integer(10, 600_000)
+    .default(1_000)
+    .describe('Fallback poll of the relay (NOTIFY wakes it at once).'),
+  /** Well above a send's worst case (bounded retries), so a live relay's claim does not expire. */
+  RELAY_LEASE_MS: integer(100, 3_600_000)
+    .default(60_000)
+    .describe('How long a claimed outbox row belongs to its relay before another may take it.'),
+  /** A refusal that repeats 5 times over ~15 s (too large, invalid) will not heal: park it. */
+  RELAY_MAX_ATTEMPTS: integer(1, 1_000)
+    .default(5)
+    .describe('Refused publishes of one row before it is parked.'),
+  /** An hour of published rows answers "was it sent?"; Kafka keeps the events themselves. */
+  OUTBOX_RETENTION_SECONDS: integer(0, 30 * 86_400)
+    .default(3_600)
+    .describe('Published outbox rows are deleted after this long.'),
+};
