@@ -142,12 +142,32 @@ export async function markRefundDead(
   );
 }
 
-/** Dead jobs back to pending with fresh attempts (the operator's replay of refund dead letters). */
-export async function reviveDeadRefundJobs(db: Queryable): Promise<number> {
-  const result = await db.query(
-    `UPDATE refund_jobs SET state = 'pending', attempts = 0, next_attempt_at = now(),
-            locked_until = NULL
-      WHERE state = 'dead'`,
+/** A dead refund job to revive, and the dlq:replay token of the copy that asks for it. */
+export interface RefundRevival {
+  refundId: string;
+  token: string;
+}
+
+/**
+ * dlq:replay's `refund.created` copies: a dead refund job comes back (pending, attempts reset)
+ * once per replay token, like a dead settlement job (record-created-events). A job that is not
+ * dead, or was already revived with that token, is left alone. Returns the revived refund ids.
+ */
+export async function reviveReplayedRefundJobs(
+  db: Queryable,
+  revivals: readonly RefundRevival[],
+): Promise<Set<string>> {
+  const lastTokenPerRefund = new Map(revivals.map((r) => [r.refundId, r.token]));
+  if (lastTokenPerRefund.size === 0) return new Set();
+  const { rows } = await db.query<{ refund_id: string }>(
+    `UPDATE refund_jobs j
+        SET state = 'pending', attempts = 0, next_attempt_at = now(), locked_until = NULL,
+            replay_token = r.token, revived_at = now()
+       FROM unnest($1::uuid[], $2::text[]) AS r(refund_id, token)
+      WHERE j.refund_id = r.refund_id AND j.state = 'dead'
+        AND j.replay_token IS DISTINCT FROM r.token
+     RETURNING j.refund_id`,
+    [[...lastTokenPerRefund.keys()], [...lastTokenPerRefund.values()]],
   );
-  return result.rowCount ?? 0;
+  return new Set(rows.map((row) => row.refund_id));
 }

@@ -25,14 +25,21 @@ const envelopeSchema = z.object({
   data: z.unknown(),
 });
 
+/** What a `refund.created` event's data must have for a replay to revive its refund job. */
+const refundIdSchema = z.object({ id: z.uuid() });
+
 export type ParsedEvent =
   | {
       kind: 'payment.created';
       eventId: string;
       payment: z.infer<typeof paymentSchema>;
     }
-  /** A known type settlement does not act on (its own results): skipped, not an error. */
-  | { kind: 'ignored'; eventId: string; type: string }
+  /**
+   * A known type settlement does not act on (its own results): skipped, not an error. A
+   * `refund.created` names its refund (`refundId`): dlq:replay's copy of one revives the dead
+   * refund job.
+   */
+  | { kind: 'ignored'; eventId: string; type: string; refundId?: string }
   /** Unparseable, invalid, or an unknown type: straight to the dead-letter queue. */
   | { kind: 'poison'; errorClass: string; message: string };
 
@@ -52,6 +59,12 @@ export function parsePaymentEvent(value: Buffer | string | null): ParsedEvent {
   const { id, type, subject, data } = envelope.data;
   if (!(KNOWN_EVENT_TYPES as readonly string[]).includes(type)) {
     return { kind: 'poison', errorClass: 'unknown_event_type', message: `unknown type ${type}` };
+  }
+  if (type === 'refund.created') {
+    const refund = refundIdSchema.safeParse(data);
+    return refund.success
+      ? { kind: 'ignored', eventId: id, type, refundId: refund.data.id }
+      : { kind: 'ignored', eventId: id, type };
   }
   if (type !== 'payment.created') return { kind: 'ignored', eventId: id, type };
   const payment = paymentSchema.safeParse(data);

@@ -1,6 +1,7 @@
 import type { Pool } from '../platform/db.js';
 import type { ConsumedBatch, ConsumedRecord } from '../platform/kafka.js';
 import type { Logger } from '../platform/logger.js';
+import { reviveReplayedRefundJobs, type RefundRevival } from '../refunds/refund-job-repository.js';
 import { REPLAY_TOKEN_HEADER } from './dead-letter.js';
 import { parsePaymentEvent } from './payment-event.js';
 import { recordCreatedEvents, type CreatedEvent } from './record-created-events.js';
@@ -29,15 +30,18 @@ interface Poison {
  * the work, all of the batch's `payment.created` events in ONE transaction (dedup rows,
  * processing, durable jobs: record-created-events), and wakes the worker; it never calls the
  * acquirer or sleeps, so a slow or failing acquirer never blocks a partition. Poison records go
- * to the dead-letter topic with the batch, not ahead of it or instead of it. The caller resolves
- * the batch's offsets only after this resolved: a batch whose transaction or dead letters
- * failed is redelivered whole, and dedup makes the redelivery record everything once.
+ * to the dead-letter topic with the batch, not ahead of it or instead of it. A `refund.created`
+ * copy republished by dlq:replay (it has a replay token) revives its dead refund job. The
+ * caller resolves the batch's offsets only after this resolved: a batch whose transaction or
+ * dead letters failed is redelivered whole, and dedup makes the redelivery record everything
+ * once.
  */
 export function createSettlementHandler(deps: HandlerDeps) {
   const handleBatch = async function handleBatch(batch: ConsumedBatch): Promise<HandleOutcome[]> {
     const outcomes: HandleOutcome[] = [];
     const created: { index: number; event: CreatedEvent }[] = [];
     const poison: Poison[] = [];
+    const refundRevivals: { index: number; revival: RefundRevival }[] = [];
     for (const record of batch.records) {
       const source = toSource(record);
       const event = parsePaymentEvent(record.value);
@@ -50,6 +54,13 @@ export function createSettlementHandler(deps: HandlerDeps) {
         });
         outcomes.push('dead_lettered');
       } else if (event.kind === 'ignored') {
+        const token = record.headers[REPLAY_TOKEN_HEADER];
+        if (event.refundId !== undefined && token !== undefined) {
+          refundRevivals.push({
+            index: outcomes.length,
+            revival: { refundId: event.refundId, token },
+          });
+        }
         outcomes.push('ignored');
       } else {
         created.push({
@@ -68,6 +79,14 @@ export function createSettlementHandler(deps: HandlerDeps) {
       deps.pool,
       created.map(({ event }) => event),
     );
+    // A replayed dead refund: its job is pending again, and the refund worker's next poll takes it.
+    const revivedRefunds = await reviveReplayedRefundJobs(
+      deps.pool,
+      refundRevivals.map(({ revival }) => revival),
+    );
+    for (const { index, revival } of refundRevivals) {
+      if (revivedRefunds.has(revival.refundId)) outcomes[index] = 'revived';
+    }
     created.forEach(({ index, event }, i) => {
       const outcome = recorded[i] ?? 'duplicate';
       if (outcome === 'unknown_payment') {
