@@ -1,22 +1,10 @@
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { createOutageLog } from '../../src/platform/outage-log.js';
-
-function capture() {
-  const lines: Record<string, unknown>[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
-      done();
-    },
-  });
-  return { lines, logger: pino({ level: 'debug' }, stream) };
-}
+import { capturedLogger } from '../support/captured-logger.js';
 
 describe('outage log', () => {
   it('when a dependency fails 1,000 times over 25 s, then it logs one warning per 10 s interval and one line with the duration when it is back', () => {
-    const { lines, logger } = capture();
+    const { lines, logger } = capturedLogger();
     let now = 0;
     const outage = createOutageLog('redis', logger, 10_000, () => now);
     for (let i = 0; i < 1_000; i++) {
@@ -42,7 +30,7 @@ describe('outage log', () => {
   });
 
   it('when successes come without an outage, then nothing is logged', () => {
-    const { lines, logger } = capture();
+    const { lines, logger } = capturedLogger();
     const outage = createOutageLog('postgres', logger, 1_000);
     for (let i = 0; i < 100; i++) outage.succeeded();
     expect(lines).toEqual([]);

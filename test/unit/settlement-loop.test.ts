@@ -1,20 +1,8 @@
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { createOutageLog } from '../../src/platform/outage-log.js';
 import { createSettlementLoop } from '../../src/settlement/settlement-loop.js';
 import type { ClaimedJob } from '../../src/settlement/settlement-repository.js';
-
-function capture() {
-  const lines: Record<string, unknown>[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
-      done();
-    },
-  });
-  return { lines, logger: pino({ level: 'debug' }, stream) };
-}
+import { capturedLogger } from '../support/captured-logger.js';
 
 function refused(): Error {
   return Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
@@ -22,7 +10,7 @@ function refused(): Error {
 
 describe('settlement loop', () => {
   it('when every claim fails for 40 polls (Postgres down), then the outage costs one warning and one line when it ends, and claiming resumes', async () => {
-    const { lines, logger } = capture();
+    const { lines, logger } = capturedLogger();
     const outage = createOutageLog('postgres', logger, 60_000);
     let claims = 0;
     let resumed!: () => void;
