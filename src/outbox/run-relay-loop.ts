@@ -3,6 +3,7 @@ import { createOutageLog } from '../platform/outage-log.js';
 import { drainOutbox, type DrainResult } from './drain-outbox.js';
 import type { LoopWaiter } from './loop-waiter.js';
 import { outboxMetrics } from './outbox-metrics.js';
+import { createWakeupPolicy, requestWakeups } from './outbox-wakeups.js';
 import { purgePublishedRows } from './purge-published-rows.js';
 import type { RelayContext } from './relay-context.js';
 
@@ -15,8 +16,11 @@ const PURGE_INTERVAL_MS = 10_000;
 
 /**
  * Loops until the waiter is stopped: drains while there is work, purges every
- * PURGE_INTERVAL_MS, waits RELAY_POLL_INTERVAL_MS when idle (a wake-up cuts that short) and
- * backs off (full jitter, so relays that failed together do not return together) on failures.
+ * PURGE_INTERVAL_MS, and backs off (full jitter, so relays that failed together do not return
+ * together) on failures. When a round finds nothing: a relay that claimed rows within the last
+ * BUSY_WINDOW_MS looks again after BUSY_POLL_MS; an idle one asks writers to NOTIFY (before its
+ * next round, which doubles as the look that closes the race with a writer that did not see the
+ * request yet) and waits RELAY_POLL_INTERVAL_MS, which a wake-up cuts short (outbox-wakeups.ts).
  */
 export async function runRelayLoop(ctx: RelayContext, waiter: LoopWaiter): Promise<void> {
   // One warning when rounds start failing, one per interval while they do, one line at the end.
@@ -27,11 +31,16 @@ export async function runRelayLoop(ctx: RelayContext, waiter: LoopWaiter): Promi
   );
   let failures = 0;
   let lastPurge = Number.NEGATIVE_INFINITY;
+  const wakeups = createWakeupPolicy(ctx.config.RELAY_POLL_INTERVAL_MS);
   while (!waiter.isStopped()) {
     // Cleared before the round: a notification arriving during it triggers another round.
     waiter.clearWake();
     let drained: DrainResult | undefined;
     try {
+      if (wakeups.shouldRequest(performance.now())) {
+        await requestWakeups(ctx.db, wakeups.windowMs);
+        wakeups.requested(performance.now());
+      }
       const started = performance.now();
       // Under endless load, hand back to the loop now and then, so the purge still runs.
       drained = await drainOutbox(
@@ -58,7 +67,10 @@ export async function runRelayLoop(ctx: RelayContext, waiter: LoopWaiter): Promi
     outage.succeeded();
     failures = 0;
     // Publishing may have unblocked the next events of those payments: look again at once.
-    if (drained.claimed > 0) continue;
-    await waiter.pause(ctx.config.RELAY_POLL_INTERVAL_MS, true);
+    if (drained.claimed > 0) {
+      wakeups.claimed(performance.now());
+      continue;
+    }
+    await waiter.pause(wakeups.idleWaitMs(performance.now()), true);
   }
 }
