@@ -50,7 +50,7 @@ export function admissionLimit(options: AdmissionLimitOptions) {
       return;
     }
     inFlight++;
-    if (overload.down) overload.succeeded();
+    overload.succeeded();
     let counted = true;
     const leave = () => {
       if (!counted) return;
