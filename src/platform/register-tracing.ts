@@ -1,7 +1,7 @@
 import { register } from 'node:module';
 import path from 'node:path';
 import { ConfigError } from './config-error.js';
-import { INSTRUMENTED_PACKAGES, traceExporterName } from './tracing-env.js';
+import { enabledInstrumentations, traceExporterName } from './tracing-env.js';
 
 /**
  * Preloaded with `node --import ./dist/platform/register-tracing.js dist/apps/<role>/main.js`:
@@ -14,12 +14,15 @@ const role = path.basename(path.dirname(process.argv[1] ?? 'service'));
 // no-ops, as without the preload (DESIGN 79).
 const tracing =
   traceExporterName(process.env) === null ? null : await startOrExit(`payments-${role}`);
-if (tracing !== null) {
+const instrumented = enabledInstrumentations(process.env);
+if (tracing !== null && instrumented.length > 0) {
   // Only the instrumented packages go through import-in-the-middle: wrapping every module (the
   // default) cost 20 MB of the traced API's peak RSS and start-up time, for nothing (DESIGN 79).
   register('@opentelemetry/instrumentation/hook.mjs', import.meta.url, {
-    data: { include: INSTRUMENTED_PACKAGES },
+    data: { include: instrumented },
   });
+}
+if (tracing !== null) {
   // CLIs end when their work is done: flush the last spans first. Services flush on SIGTERM
   // (shutdown.ts).
   process.once('beforeExit', () => void tracing.shutdown());

@@ -1,6 +1,6 @@
 import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-import { registerInstrumentations } from '@opentelemetry/instrumentation';
+import { registerInstrumentations, type Instrumentation } from '@opentelemetry/instrumentation';
 import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
@@ -14,9 +14,11 @@ import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import { setTracingShutdown } from './tracing.js';
 import {
+  enabledInstrumentations,
   otlpProtocol,
   sdkDisabled,
   traceExporterName,
+  type InstrumentationName,
   type TraceExporterName,
 } from './tracing-env.js';
 
@@ -40,8 +42,9 @@ export interface TracingOptions {
  * - OTEL_TRACES_EXPORTER=console: spans printed to stdout (debugging);
  * - OTEL_TRACES_SAMPLER/OTEL_TRACES_SAMPLER_ARG: read by the SDK (default parentbased_always_on);
  * - OTEL_SERVICE_NAME/OTEL_RESOURCE_ATTRIBUTES: the resource (default service name `defaultName`).
- * Also registers the pg and ioredis instrumentations: they patch only modules loaded after this
- * call, which is why the processes start tracing first (register-tracing.ts via --import).
+ * Also registers the pg and ioredis instrumentations (OTEL_NODE_ENABLED_INSTRUMENTATIONS /
+ * OTEL_NODE_DISABLED_INSTRUMENTATIONS pick, enabledInstrumentations): they patch only modules
+ * loaded after this call, which is why the processes start tracing first (register-tracing.ts via --import).
  * The graceful shutdown flushes the provider (shutdownTracing).
  */
 export function startTracing(
@@ -59,16 +62,7 @@ export function startTracing(
   provider.register();
   const unregister = registerInstrumentations({
     tracerProvider: provider,
-    instrumentations: [
-      // No span per pool checkout: a wait for a connection shows as the gap before the query.
-      new PgInstrumentation({ requireParentSpan: true, ignoreConnectSpans: true }),
-      // The command name only: the default statement copies keys (merchant ids, idempotency
-      // keys) into every span and costs a serialization per command.
-      new IORedisInstrumentation({
-        requireParentSpan: true,
-        dbStatementSerializer: (name) => name,
-      }),
-    ],
+    instrumentations: enabledInstrumentations(env).map(instrumentation),
   });
   const shutdown = async () => {
     unregister();
@@ -76,6 +70,21 @@ export function startTracing(
   };
   setTracingShutdown(shutdown);
   return { shutdown };
+}
+
+function instrumentation(name: InstrumentationName): Instrumentation {
+  switch (name) {
+    case 'pg':
+      // No span per pool checkout: a wait for a connection shows as the gap before the query.
+      return new PgInstrumentation({ requireParentSpan: true, ignoreConnectSpans: true });
+    case 'ioredis':
+      // The command name only: the default statement copies keys (merchant ids, idempotency
+      // keys) into every span and costs a serialization per command.
+      return new IORedisInstrumentation({
+        requireParentSpan: true,
+        dbStatementSerializer: (command) => command,
+      });
+  }
 }
 
 function spanProcessor(

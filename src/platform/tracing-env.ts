@@ -3,8 +3,30 @@ import { ConfigError } from './config-error.js';
 /** The trace exporters this build ships (OTEL_TRACES_EXPORTER values); anything else is off. */
 export type TraceExporterName = 'otlp' | 'console';
 
-/** The packages start-tracing instruments (pg, ioredis): the ESM loader hook wraps only these. */
-export const INSTRUMENTED_PACKAGES = ['pg', 'ioredis'];
+/** The instrumentations this build ships, by the names the OTEL_NODE_* variables use. */
+export const INSTRUMENTATIONS = ['pg', 'ioredis'] as const;
+export type InstrumentationName = (typeof INSTRUMENTATIONS)[number];
+
+/**
+ * The instrumentations to register, from the variables of the OpenTelemetry Node
+ * auto-instrumentations: OTEL_NODE_ENABLED_INSTRUMENTATIONS (only these; default all) minus
+ * OTEL_NODE_DISABLED_INSTRUMENTATIONS, each a comma-separated list of names without the
+ * `@opentelemetry/instrumentation-` prefix (`pg`, `ioredis`). Names this build does not ship
+ * (`http`, `fs`...) are ignored, as upstream does: one list is often shared by every service of
+ * a deployment. The ESM loader hook wraps only the packages returned here.
+ */
+export function enabledInstrumentations(env: NodeJS.ProcessEnv): InstrumentationName[] {
+  const list = (name: string) =>
+    (env[name] ?? '')
+      .split(',')
+      .map((item) => item.trim().toLowerCase())
+      .filter((item) => item !== '');
+  const enabled = list('OTEL_NODE_ENABLED_INSTRUMENTATIONS');
+  const disabled = new Set(list('OTEL_NODE_DISABLED_INSTRUMENTATIONS'));
+  return INSTRUMENTATIONS.filter(
+    (name) => (enabled.length === 0 || enabled.includes(name)) && !disabled.has(name),
+  );
+}
 
 /** OTEL_SDK_DISABLED=true: no tracing at all, whatever else is set. */
 export function sdkDisabled(env: NodeJS.ProcessEnv): boolean {

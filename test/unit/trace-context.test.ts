@@ -3,7 +3,7 @@ import { toKafkaRecord } from '../../src/outbox/cloud-event.js';
 import { traceContextHeaders, traceContextOfEnvelope } from '../../src/outbox/trace-context.js';
 import { startTracing } from '../../src/platform/start-tracing.js';
 import { ConfigError } from '../../src/platform/config-error.js';
-import { otlpProtocol } from '../../src/platform/tracing-env.js';
+import { enabledInstrumentations, otlpProtocol } from '../../src/platform/tracing-env.js';
 import { toDeadLetter } from '../../src/settlement/dead-letter.js';
 
 const TRACEPARENT = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
@@ -82,5 +82,32 @@ describe('otlpProtocol', () => {
     expect(() =>
       startTracing('t', {}, { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_PROTOCOL: 'json' }),
     ).toThrow(ConfigError);
+  });
+});
+
+describe('enabledInstrumentations', () => {
+  it('when nothing is set, then pg and ioredis', () => {
+    expect(enabledInstrumentations({})).toEqual(['pg', 'ioredis']);
+  });
+
+  it('when OTEL_NODE_DISABLED_INSTRUMENTATIONS names one, then only the other; names this build does not ship are ignored', () => {
+    expect(
+      enabledInstrumentations({ OTEL_NODE_DISABLED_INSTRUMENTATIONS: ' fs, IORedis ,dns' }),
+    ).toEqual(['pg']);
+    expect(enabledInstrumentations({ OTEL_NODE_DISABLED_INSTRUMENTATIONS: 'pg,ioredis' })).toEqual(
+      [],
+    );
+  });
+
+  it('when OTEL_NODE_ENABLED_INSTRUMENTATIONS lists some, then only those, minus the disabled ones', () => {
+    expect(enabledInstrumentations({ OTEL_NODE_ENABLED_INSTRUMENTATIONS: 'http,ioredis' })).toEqual(
+      ['ioredis'],
+    );
+    expect(
+      enabledInstrumentations({
+        OTEL_NODE_ENABLED_INSTRUMENTATIONS: 'pg,ioredis',
+        OTEL_NODE_DISABLED_INSTRUMENTATIONS: 'pg',
+      }),
+    ).toEqual(['ioredis']);
   });
 });
