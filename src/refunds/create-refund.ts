@@ -49,7 +49,10 @@ export function createRefundService(deps: CreateRefundDeps) {
   // Refunds of one payment wait for each other on its row lock (insert-refund-once), each
   // holding a pool connection while it waits. Queued here first, a burst of refunds for one
   // payment holds one connection of this process, not the whole pool, so payments and other
-  // refunds keep theirs. The row lock still serializes replicas.
+  // refunds keep theirs. The row lock still serializes replicas. A refund whose request has
+  // ended (`signal`: its deadline answered 503, or the client left) before its turn is dropped
+  // instead of written for nobody: the client's retry with the key writes it once, and the
+  // queue never holds more than the requests in flight.
   const perPayment = createKeyedQueue();
 
   return function createRefund(
@@ -57,23 +60,27 @@ export function createRefundService(deps: CreateRefundDeps) {
     key: string,
     paymentId: string,
     body: CreateRefundBody,
+    signal?: AbortSignal,
   ): Promise<CreateOutcome> {
     const fingerprint = requestFingerprint('POST', `/payments/${paymentId}/refunds`, body);
     return runIdempotently(merchant, key, fingerprint, () =>
-      perPayment.run(paymentId, () =>
-        insertRefundOnce(deps.pool, {
-          merchantId: merchant.id,
-          idempotencyKey: key,
-          fingerprint,
-          ttlSeconds: deps.config.IDEMPOTENCY_KEY_TTL_SECONDS,
-          paymentId,
-          refundId: uuidv7(),
-          amount: body.amount ?? null,
-          reason: body.reason ?? null,
-          metadata: body.metadata ?? {},
-          createdAt: now(),
-          topic: deps.config.KAFKA_TOPIC_PAYMENTS,
-        }),
+      perPayment.run(
+        paymentId,
+        () =>
+          insertRefundOnce(deps.pool, {
+            merchantId: merchant.id,
+            idempotencyKey: key,
+            fingerprint,
+            ttlSeconds: deps.config.IDEMPOTENCY_KEY_TTL_SECONDS,
+            paymentId,
+            refundId: uuidv7(),
+            amount: body.amount ?? null,
+            reason: body.reason ?? null,
+            metadata: body.metadata ?? {},
+            createdAt: now(),
+            topic: deps.config.KAFKA_TOPIC_PAYMENTS,
+          }),
+        signal,
       ),
     );
   };

@@ -34,13 +34,38 @@ function createRefundHandler(createRefund: CreateRefund) {
     req.ctx.bind({ idempotency_key: key, payment_id: paymentId });
     // A malformed id cannot exist: 404 like an unknown one, before anything is written.
     if (!UUID.test(paymentId)) throw new ApiError('not_found', `No payment ${paymentId}.`);
-    const outcome = await createRefund(merchant, key, paymentId.toLowerCase(), body);
+    const outcome = await createRefund(
+      merchant,
+      key,
+      paymentId.toLowerCase(),
+      body,
+      requestEnded(res),
+    );
     req.ctx.bind({ refund_id: outcome.refundId });
     res.status(outcome.status);
     res.setHeader('Location', `/refunds/${outcome.refundId ?? ''}`);
     if (outcome.replayed) res.setHeader('Idempotent-Replayed', 'true');
     res.type('application/json').send(outcome.body);
   };
+}
+
+/**
+ * Aborted once the response is sent (the request deadline answered first) or the connection
+ * is gone: queued work for this request is then dropped (create-refund.ts).
+ */
+function requestEnded(res: Response): AbortSignal {
+  const ended = new AbortController();
+  const end = () => {
+    ended.abort(
+      new ApiError(
+        'service_unavailable',
+        'The request ended before its refund was written; retry with the same Idempotency-Key.',
+      ),
+    );
+  };
+  res.once('finish', end);
+  res.once('close', end);
+  return ended.signal;
 }
 
 function getRefundHandler(db: Queryable) {

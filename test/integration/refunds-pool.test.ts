@@ -73,6 +73,85 @@ describe('refunds waiting for one payment', () => {
   });
 });
 
+describe('refunds whose request ended before their turn', () => {
+  it('when a queued refund outlives its request deadline, then it is never written, and the retry with its key writes it once', async () => {
+    // A deadline short enough that both refunds below are answered 503 while the row is locked.
+    const hurried = await startTestApi(db, { REQUEST_DEADLINE_MS: '1000' });
+    try {
+      const paymentId = await settledPayment(hurried, db, apiKey, { amount: 1000 });
+      const holder = await db.pool.connect();
+      let answers: { status: number }[] = [];
+      try {
+        await holder.query('BEGIN');
+        await holder.query('SELECT 1 FROM payments WHERE id = $1 FOR UPDATE', [paymentId]);
+        // The first refund takes its turn and waits on the row lock; the second is queued.
+        const first = postRefund(hurried, {
+          apiKey,
+          paymentId,
+          key: 'first',
+          body: { amount: 100 },
+        });
+        await waitFor(async () => (await lockWaiters()) >= 1);
+        const queued = postRefund(hurried, {
+          apiKey,
+          paymentId,
+          key: 'queued',
+          body: { amount: 200 },
+        });
+        answers = await Promise.all([first, queued]);
+      } finally {
+        await holder.query('COMMIT');
+        holder.release();
+      }
+      expect(answers.map((a) => a.status)).toEqual([503, 503]);
+
+      // A third refund through the same queue: when it is answered, the queued one has had
+      // its turn, so whatever it would have written is there.
+      const third = await postRefund(hurried, {
+        apiKey,
+        paymentId,
+        key: 'third',
+        body: { amount: 300 },
+      });
+      expect(third.status).toBe(202);
+      expect(await refundKeys(paymentId)).toEqual(['first', 'third']);
+
+      const retry = await postRefund(hurried, {
+        apiKey,
+        paymentId,
+        key: 'queued',
+        body: { amount: 200 },
+      });
+      expect(retry.status).toBe(202);
+      expect(retry.headers.get('idempotent-replayed')).toBeNull();
+      expect(await refundKeys(paymentId)).toEqual(['first', 'queued', 'third']);
+      expect(await refundFacts(db, paymentId)).toMatchObject({
+        amount_refunded: 600,
+        refunds: 3,
+      });
+    } finally {
+      await hurried.close();
+    }
+  });
+});
+
+async function lockWaiters(): Promise<number> {
+  const { rows } = await db.pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+  );
+  return rows[0]?.n ?? 0;
+}
+
+async function refundKeys(paymentId: string): Promise<string[]> {
+  const { rows } = await db.pool.query<{ idempotency_key: string }>(
+    `SELECT k.idempotency_key FROM idempotency_keys k JOIN refunds r ON r.id = k.refund_id
+      WHERE r.payment_id = $1 ORDER BY k.idempotency_key`,
+    [paymentId],
+  );
+  return rows.map((row) => row.idempotency_key);
+}
+
 async function waitFor(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {

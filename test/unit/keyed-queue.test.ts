@@ -40,4 +40,33 @@ describe('keyed queue', () => {
     await new Promise((r) => setImmediate(r));
     expect(queue.size).toBe(0);
   });
+
+  it('when the signal of a queued task is aborted before its turn, then it never runs, its caller gets the reason, and the tasks behind it still run', async () => {
+    const queue = createKeyedQueue();
+    const first = deferred();
+    const ran: string[] = [];
+    const running = queue.run('payment-1', async () => {
+      ran.push('first');
+      await first.promise;
+    });
+    const gone = new AbortController();
+    const abandoned = queue.run(
+      'payment-1',
+      () => {
+        ran.push('abandoned');
+        return Promise.resolve();
+      },
+      gone.signal,
+    );
+    const last = queue.run('payment-1', () => {
+      ran.push('last');
+      return Promise.resolve('last');
+    });
+    gone.abort(new Error('request ended'));
+    first.resolve();
+    await running;
+    await expect(abandoned).rejects.toThrow('request ended');
+    await expect(last).resolves.toBe('last');
+    expect(ran).toEqual(['first', 'last']);
+  });
 });
