@@ -22,7 +22,7 @@ export const unresolved = new Counter('unresolved_requests');
 const MAX_ATTEMPTS = intEnv('MAX_ATTEMPTS', 10);
 
 /** The base URL of API instance `target` (any integer; wraps around BASE_URLS). */
-function baseUrl(target) {
+export function baseUrl(target) {
   return BASE_URLS[target % BASE_URLS.length];
 }
 
@@ -92,10 +92,14 @@ export function sendWithRetries(requests) {
   return finals;
 }
 
-/** Attempt n of a request goes to the instance n - 1 places after its own (one instance: itself). */
+/**
+ * Attempt n of a request goes to the instance n - 1 places after its own (one instance: itself),
+ * to the same path (POST /payments or a payment's refunds).
+ */
 function onInstance({ target, method, url, body, params }, attempt) {
   if (BASE_URLS.length < 2 || attempt === 1) return { method, url, body, params };
-  return { method, url: `${baseUrl((target || 0) + attempt - 1)}/payments`, body, params };
+  const path = url.slice(baseUrl(target || 0).length);
+  return { method, url: `${baseUrl((target || 0) + attempt - 1)}${path}`, body, params };
 }
 
 /** The payment in a 202 answer, or null. */

@@ -25,7 +25,7 @@ export function findK6(root: string): string {
 
 export interface K6Script {
   /** k6/<script>.js */
-  script: 'storm' | 'mix';
+  script: 'storm' | 'mix' | 'refund-storm';
   env: Record<string, string>;
   /** Per-request samples (CSV, millisecond times) and the end-of-test summary. */
   csvPath: string;

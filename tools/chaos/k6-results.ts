@@ -85,8 +85,12 @@ export function readK6Summary(summaryPath: string, script: string): K6Summary | 
   }
   const counters: Record<string, number> = {};
   for (const [name, metric] of Object.entries(parsed.metrics ?? {})) {
-    if (name === 'dropped_iterations' && script === 'storm') continue;
-    if (/^(storm_|unresolved_requests$|server_errors$|retries$|dropped_iterations$)/.test(name)) {
+    if (name === 'dropped_iterations' && script !== 'mix') continue;
+    if (
+      /^(storm_|refund_|unresolved_requests$|server_errors$|retries$|dropped_iterations$)/.test(
+        name,
+      )
+    ) {
       counters[name] = metric.count ?? 0;
     }
   }
