@@ -1,7 +1,7 @@
 import { register } from 'node:module';
 import path from 'node:path';
 import { ConfigError } from './config-error.js';
-import { enabledInstrumentations, traceExporterName } from './tracing-env.js';
+import { enabledInstrumentations, traceExporterNames } from './tracing-env.js';
 
 /**
  * Preloaded with `node --import ./dist/platform/register-tracing.js dist/apps/<role>/main.js`:
@@ -12,8 +12,7 @@ import { enabledInstrumentations, traceExporterName } from './tracing-env.js';
 const role = path.basename(path.dirname(process.argv[1] ?? 'service'));
 // Tracing off (no exporter): the SDK is not even loaded, and the service's spans stay the API's
 // no-ops, as without the preload (DESIGN 79).
-const tracing =
-  traceExporterName(process.env) === null ? null : await startOrExit(`payments-${role}`);
+const tracing = await startOrExit(`payments-${role}`);
 const instrumented = enabledInstrumentations(process.env);
 if (tracing !== null && instrumented.length > 0) {
   // Only the instrumented packages go through import-in-the-middle: wrapping every module (the
@@ -31,6 +30,7 @@ if (tracing !== null) {
 /** Starts tracing; a bad OTEL_* setting stops the process with one line naming it. */
 async function startOrExit(serviceName: string) {
   try {
+    if (traceExporterNames(process.env).length === 0) return null;
     return (await import('./start-tracing.js')).startTracing(serviceName);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;

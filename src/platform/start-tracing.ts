@@ -14,10 +14,11 @@ import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import { setTracingShutdown } from './tracing.js';
 import {
+  checkSamplerSettings,
   enabledInstrumentations,
   otlpProtocol,
   sdkDisabled,
-  traceExporterName,
+  traceExporterNames,
   type InstrumentationName,
   type TraceExporterName,
 } from './tracing-env.js';
@@ -35,12 +36,14 @@ export interface TracingOptions {
 /**
  * Starts OpenTelemetry tracing from the standard environment variables, or does nothing:
  * - OTEL_SDK_DISABLED=true, or OTEL_TRACES_EXPORTER unset or `none`: no provider, so every span
- *   is the API's no-op (tracing off costs nothing measurable, see DESIGN);
+ *   is the API's no-op (tracing off costs nothing measurable, see DESIGN); the variable may list
+ *   both exporters (`otlp,console`), and an exporter this build does not ship stops the start;
  * - OTEL_TRACES_EXPORTER=otlp: OTLP over HTTP (OTEL_EXPORTER_OTLP_ENDPOINT or
  *   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, default http://localhost:4318), batched, protobuf unless
  *   OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL says http/json (otlpProtocol);
  * - OTEL_TRACES_EXPORTER=console: spans printed to stdout (debugging);
- * - OTEL_TRACES_SAMPLER/OTEL_TRACES_SAMPLER_ARG: read by the SDK (default parentbased_always_on);
+ * - OTEL_TRACES_SAMPLER/OTEL_TRACES_SAMPLER_ARG: read by the SDK (default parentbased_always_on),
+ *   checked first (checkSamplerSettings: the SDK would fall back to sampling everything);
  * - OTEL_SERVICE_NAME/OTEL_RESOURCE_ATTRIBUTES: the resource (default service name `defaultName`).
  * Also registers the pg and ioredis instrumentations (OTEL_NODE_ENABLED_INSTRUMENTATIONS /
  * OTEL_NODE_DISABLED_INSTRUMENTATIONS pick, enabledInstrumentations): they patch only modules
@@ -53,12 +56,15 @@ export function startTracing(
   env: NodeJS.ProcessEnv = process.env,
 ): TracingHandle | null {
   if (sdkDisabled(env)) return null;
-  const exporter = traceExporterName(env);
-  if (!options.exporter && exporter === null) return null;
-  const processor = spanProcessor(exporter, options.exporter, env);
+  const exporters = traceExporterNames(env);
+  if (!options.exporter && exporters.length === 0) return null;
+  checkSamplerSettings(env);
+  const spanProcessors = options.exporter
+    ? [new SimpleSpanProcessor(options.exporter)]
+    : exporters.map((name) => spanProcessor(name, env));
   const detected = detectResources({ detectors: [envDetector] });
   const resource = resourceFromAttributes({ [ATTR_SERVICE_NAME]: defaultName }).merge(detected);
-  const provider = new NodeTracerProvider({ resource, spanProcessors: [processor] });
+  const provider = new NodeTracerProvider({ resource, spanProcessors });
   provider.register();
   const unregister = registerInstrumentations({
     tracerProvider: provider,
@@ -87,12 +93,7 @@ function instrumentation(name: InstrumentationName): Instrumentation {
   }
 }
 
-function spanProcessor(
-  name: TraceExporterName | null,
-  testExporter: SpanExporter | undefined,
-  env: NodeJS.ProcessEnv,
-): SimpleSpanProcessor | BatchSpanProcessor {
-  if (testExporter) return new SimpleSpanProcessor(testExporter);
+function spanProcessor(name: TraceExporterName, env: NodeJS.ProcessEnv): BatchSpanProcessor {
   if (name === 'console') return new BatchSpanProcessor(new ConsoleSpanExporter());
   return new BatchSpanProcessor(
     otlpProtocol(env) === 'http/json' ? new OtlpJsonExporter() : new OtlpProtobufExporter(),

@@ -33,15 +33,65 @@ export function sdkDisabled(env: NodeJS.ProcessEnv): boolean {
   return env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true';
 }
 
+const EXPORTERS: readonly TraceExporterName[] = ['otlp', 'console'];
+
 /**
- * The exporter the standard environment asks for, or null when tracing is off: OTEL_SDK_DISABLED
- * is true, or OTEL_TRACES_EXPORTER is unset, `none`, or an exporter this build does not ship.
- * Free of SDK imports, so the preload can decide before loading the SDK at all.
+ * The exporters the standard environment asks for (OTEL_TRACES_EXPORTER, a comma-separated
+ * list), or [] when tracing is off: OTEL_SDK_DISABLED is true, or the variable is unset, empty
+ * or `none`. A value this build does not ship (`jaeger`, a typo) is refused with one line
+ * naming the setting, rather than leaving tracing silently off. Free of SDK imports, so the
+ * preload can decide before loading the SDK at all.
  */
-export function traceExporterName(env: NodeJS.ProcessEnv): TraceExporterName | null {
-  if (sdkDisabled(env)) return null;
-  const name = env.OTEL_TRACES_EXPORTER?.trim().toLowerCase();
-  return name === 'otlp' || name === 'console' ? name : null;
+export function traceExporterNames(env: NodeJS.ProcessEnv): TraceExporterName[] {
+  if (sdkDisabled(env)) return [];
+  const names = (env.OTEL_TRACES_EXPORTER ?? '')
+    .split(',')
+    .map((name) => name.trim().toLowerCase())
+    .filter((name) => name !== '');
+  if (names.length === 0 || (names.length === 1 && names[0] === 'none')) return [];
+  const unknown = names.filter((name) => !(EXPORTERS as readonly string[]).includes(name));
+  if (unknown.length > 0) {
+    throw new ConfigError(
+      'OTEL_TRACES_EXPORTER',
+      `must list otlp or console (or be none); got ${JSON.stringify(env.OTEL_TRACES_EXPORTER)}`,
+    );
+  }
+  return EXPORTERS.filter((name) => names.includes(name));
+}
+
+/** The spec's OTEL_TRACES_SAMPLER values the SDK ships. */
+const SAMPLERS = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+];
+
+/**
+ * Checks OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG before the SDK reads them: the SDK
+ * answers an unknown sampler or a bad ratio with a diagnostic nobody sees and falls back to
+ * sampling everything (a typo in `parentbased_traceidratio` would record every request). Either
+ * stops the process with one line naming the setting. The ratio may be left unset (the SDK's 1).
+ */
+export function checkSamplerSettings(env: NodeJS.ProcessEnv): void {
+  const sampler = env.OTEL_TRACES_SAMPLER?.trim() ?? '';
+  if (sampler !== '' && !SAMPLERS.includes(sampler)) {
+    throw new ConfigError(
+      'OTEL_TRACES_SAMPLER',
+      `must be one of ${SAMPLERS.join(', ')}; got ${JSON.stringify(env.OTEL_TRACES_SAMPLER)}`,
+    );
+  }
+  const arg = env.OTEL_TRACES_SAMPLER_ARG?.trim() ?? '';
+  if (!sampler.endsWith('traceidratio') || arg === '') return;
+  const ratio = Number(arg);
+  if (!Number.isFinite(ratio) || ratio < 0 || ratio > 1) {
+    throw new ConfigError(
+      'OTEL_TRACES_SAMPLER_ARG',
+      `must be a ratio from 0 to 1 for ${sampler}; got ${JSON.stringify(env.OTEL_TRACES_SAMPLER_ARG)}`,
+    );
+  }
 }
 
 /** The OTLP encodings this build ships (the spec's OTEL_EXPORTER_OTLP_PROTOCOL values over HTTP). */

@@ -12,8 +12,8 @@ interface Exited {
   stderr: string;
 }
 
-function startProcess(entry: string, env: Record<string, string>) {
-  const child = spawn(process.execPath, [path.join(REPO_ROOT, 'dist', entry)], {
+function startProcess(entry: string, env: Record<string, string>, nodeArgs: string[] = []) {
+  const child = spawn(process.execPath, [...nodeArgs, path.join(REPO_ROOT, 'dist', entry)], {
     cwd: REPO_ROOT,
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -97,6 +97,37 @@ describe('process entry points', () => {
       expect(lines[0], entry).toContain(line);
     }
   });
+
+  it.each([
+    [
+      { OTEL_TRACES_EXPORTER: 'jaeger' },
+      'invalid configuration: OTEL_TRACES_EXPORTER must list otlp or console (or be none); got "jaeger"',
+    ],
+    [
+      { OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'parentbased_traceidratio ratio' },
+      'invalid configuration: OTEL_TRACES_SAMPLER must be one of',
+    ],
+    [
+      {
+        OTEL_TRACES_EXPORTER: 'otlp',
+        OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+        OTEL_TRACES_SAMPLER_ARG: '10%',
+      },
+      'invalid configuration: OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1',
+    ],
+  ])(
+    'when the tracing preload gets %j, then the process exits 1 with one line naming the setting',
+    async (settings, line) => {
+      const preload = ['--import', path.join(REPO_ROOT, 'dist/platform/register-tracing.js')];
+      const { exited } = startProcess('apps/api/main.js', processEnv(settings), preload);
+      const result = await exited;
+      expect(result.code).toBe(1);
+      expect(result.stdout).toBe('');
+      const lines = result.stderr.trimEnd().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toContain(line);
+    },
+  );
 
   it('when all roles run in one process, then the public port says only "ready", the internal listener has the detail and /metrics, and SIGTERM exits 0 after draining', async () => {
     const proc = startProcess('apps/all/main.js', processEnv());

@@ -3,7 +3,12 @@ import { toKafkaRecord } from '../../src/outbox/cloud-event.js';
 import { traceContextHeaders, traceContextOfEnvelope } from '../../src/outbox/trace-context.js';
 import { startTracing } from '../../src/platform/start-tracing.js';
 import { ConfigError } from '../../src/platform/config-error.js';
-import { enabledInstrumentations, otlpProtocol } from '../../src/platform/tracing-env.js';
+import {
+  checkSamplerSettings,
+  enabledInstrumentations,
+  otlpProtocol,
+  traceExporterNames,
+} from '../../src/platform/tracing-env.js';
 import { toDeadLetter } from '../../src/settlement/dead-letter.js';
 
 const TRACEPARENT = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
@@ -109,5 +114,67 @@ describe('enabledInstrumentations', () => {
         OTEL_NODE_DISABLED_INSTRUMENTATIONS: 'pg',
       }),
     ).toEqual(['ioredis']);
+  });
+});
+
+describe('traceExporterNames', () => {
+  it('when unset, empty, none or the SDK is disabled, then no exporter (tracing off)', () => {
+    expect(traceExporterNames({})).toEqual([]);
+    expect(traceExporterNames({ OTEL_TRACES_EXPORTER: ' ' })).toEqual([]);
+    expect(traceExporterNames({ OTEL_TRACES_EXPORTER: 'none' })).toEqual([]);
+    expect(traceExporterNames({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_SDK_DISABLED: 'TRUE' })).toEqual(
+      [],
+    );
+  });
+
+  it('when a list is given, then each exporter once', () => {
+    expect(traceExporterNames({ OTEL_TRACES_EXPORTER: ' Console, otlp ,otlp' })).toEqual([
+      'otlp',
+      'console',
+    ]);
+  });
+
+  it('when an exporter this build does not ship is named, then one error naming the setting', () => {
+    expect(() => traceExporterNames({ OTEL_TRACES_EXPORTER: 'otlp,zipkin' })).toThrow(
+      /^invalid configuration: OTEL_TRACES_EXPORTER must list otlp or console \(or be none\); got "otlp,zipkin"$/,
+    );
+    expect(() => traceExporterNames({ OTEL_TRACES_EXPORTER: 'none,otlp' })).toThrow(ConfigError);
+  });
+});
+
+describe('checkSamplerSettings', () => {
+  it('when the sampler is one of the spec values, with a ratio from 0 to 1 or none, then it passes', () => {
+    for (const env of [
+      {},
+      { OTEL_TRACES_SAMPLER: 'always_off' },
+      { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' },
+      { OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '1' },
+      { OTEL_TRACES_SAMPLER: 'traceidratio' },
+      // The argument means nothing to the other samplers.
+      { OTEL_TRACES_SAMPLER: 'always_on', OTEL_TRACES_SAMPLER_ARG: 'x' },
+    ]) {
+      expect(() => {
+        checkSamplerSettings(env);
+      }, JSON.stringify(env)).not.toThrow();
+    }
+  });
+
+  it('when the sampler is unknown or its ratio is not one, then one error naming the setting (the SDK would sample everything)', () => {
+    expect(() => {
+      checkSamplerSettings({ OTEL_TRACES_SAMPLER: 'ParentBased_TraceIdRatio' });
+    }).toThrow(/^invalid configuration: OTEL_TRACES_SAMPLER must be one of always_on, /);
+    for (const arg of ['1.5', '-0.1', '10%', 'abc']) {
+      expect(() => {
+        checkSamplerSettings({
+          OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+          OTEL_TRACES_SAMPLER_ARG: arg,
+        });
+      }, arg).toThrow(
+        /^invalid configuration: OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1/,
+      );
+    }
+    expect(() =>
+      startTracing('t', {}, { OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'sometimes' }),
+    ).toThrow(ConfigError);
   });
 });
