@@ -14,6 +14,7 @@ import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import { setTracingShutdown } from './tracing.js';
 import {
+  checkOtlpEndpoints,
   checkSamplerSettings,
   enabledInstrumentations,
   otlpProtocol,
@@ -59,6 +60,7 @@ export function startTracing(
   const exporters = traceExporterNames(env);
   if (!options.exporter && exporters.length === 0) return null;
   checkSamplerSettings(env);
+  if (exporters.includes('otlp')) checkOtlpEndpoints(env);
   const spanProcessors = options.exporter
     ? [new SimpleSpanProcessor(options.exporter)]
     : exporters.map((name) => spanProcessor(name, env));

@@ -115,3 +115,27 @@ export function otlpProtocol(env: NodeJS.ProcessEnv): OtlpProtocol {
   }
   return 'http/protobuf';
 }
+
+/**
+ * Checks the OTLP endpoint settings: the exporter takes a value that is not an http(s) URL as
+ * unset and sends to localhost:4318, so a typo would lose every span without a word. One line
+ * naming the setting instead.
+ */
+export function checkOtlpEndpoints(env: NodeJS.ProcessEnv): void {
+  for (const name of ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'OTEL_EXPORTER_OTLP_ENDPOINT']) {
+    const value = env[name]?.trim() ?? '';
+    if (value === '') continue;
+    let protocol = '';
+    try {
+      protocol = new URL(value).protocol;
+    } catch {
+      // Not a URL at all: refused below.
+    }
+    if (protocol !== 'http:' && protocol !== 'https:') {
+      throw new ConfigError(
+        name,
+        `must be an http(s) URL like http://collector:4318; got ${JSON.stringify(env[name])}`,
+      );
+    }
+  }
+}

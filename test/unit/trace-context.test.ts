@@ -4,6 +4,7 @@ import { traceContextHeaders, traceContextOfEnvelope } from '../../src/outbox/tr
 import { startTracing } from '../../src/platform/start-tracing.js';
 import { ConfigError } from '../../src/platform/config-error.js';
 import {
+  checkOtlpEndpoints,
   checkSamplerSettings,
   enabledInstrumentations,
   otlpProtocol,
@@ -176,5 +177,26 @@ describe('checkSamplerSettings', () => {
     expect(() =>
       startTracing('t', {}, { OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'sometimes' }),
     ).toThrow(ConfigError);
+  });
+});
+
+describe('checkOtlpEndpoints', () => {
+  it('when an endpoint is an http(s) URL or unset, then it passes; otherwise one error naming it (the exporter would send to localhost)', () => {
+    expect(() => {
+      checkOtlpEndpoints({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'https://collector.example:4318',
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://127.0.0.1:4318/v1/traces',
+      });
+    }).not.toThrow();
+    expect(() => {
+      checkOtlpEndpoints({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' });
+    }).toThrow(/^invalid configuration: OTEL_EXPORTER_OTLP_ENDPOINT must be an http\(s\) URL/);
+    expect(() =>
+      startTracing(
+        't',
+        {},
+        { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'not a url' },
+      ),
+    ).toThrow(/OTEL_EXPORTER_OTLP_TRACES_ENDPOINT/);
   });
 });
