@@ -1,5 +1,6 @@
 import type { StoredResponse } from '../idempotency/stored-response.js';
 import { refundEventId } from '../outbox/refund-event-id.js';
+import { currentTraceContext } from '../outbox/trace-context.js';
 import { withTransaction, type Pool } from '../platform/db.js';
 import {
   PaymentNotRefundable,
@@ -33,7 +34,8 @@ interface PaymentForRefund {
 /**
  * The refund's writes once its payment is locked and the amount checked, as data-modifying CTEs
  * of one statement: the payment's `amount_refunded`, the refund, its idempotency record, its
- * durable job and its `refund.created` outbox row, keyed by the PAYMENT id so a payment's events
+ * durable job and its `refund.created` outbox row (both with the request's trace context),
+ * keyed by the PAYMENT id so a payment's events
  * stay in order on one partition. Foreign keys between them are checked at the statement's end.
  */
 const WRITE_REFUND_SQL = `
@@ -54,10 +56,12 @@ const WRITE_REFUND_SQL = `
             $3::timestamptz + make_interval(secs => $12))
     RETURNING expires_at
   ), job AS (
-    INSERT INTO refund_jobs (refund_id) VALUES ($4) RETURNING refund_id
+    INSERT INTO refund_jobs (refund_id, traceparent, tracestate) VALUES ($4, $15, $16)
+    RETURNING refund_id
   ), event AS (
-    INSERT INTO outbox (event_id, event_type, aggregate_id, topic, data, created_at)
-    VALUES ($13, 'refund.created', $1, $14, $11::jsonb, $3::timestamptz)
+    INSERT INTO outbox (event_id, event_type, aggregate_id, topic, data, created_at,
+                        traceparent, tracestate)
+    VALUES ($13, 'refund.created', $1, $14, $11::jsonb, $3::timestamptz, $15, $16)
     RETURNING event_id
   )
   SELECT record.expires_at FROM record, paid, refund, job, event`;
@@ -110,6 +114,8 @@ export async function insertRefundOnce(
         created_at: refund.createdAt.toISOString(),
       };
       const body = JSON.stringify(resource);
+      // The POST's trace, for the event and for every attempt of the refund worker.
+      const trace = currentTraceContext();
       // One statement for the five writes: the payment's row lock is held for as few round
       // trips as possible (refunds of one payment queue on it).
       const { rows } = await client.query<{ expires_at: Date }>(WRITE_REFUND_SQL, [
@@ -127,6 +133,8 @@ export async function insertRefundOnce(
         refund.ttlSeconds,
         refundEventId(refund.refundId, 'refund.created'),
         refund.topic,
+        trace.traceparent,
+        trace.tracestate,
       ]);
       const expiresAt = rows[0]?.expires_at ?? refund.createdAt;
       return {

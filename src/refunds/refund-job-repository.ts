@@ -1,4 +1,5 @@
 import { refundEventId, type RefundEventType } from '../outbox/refund-event-id.js';
+import type { TraceContext } from '../outbox/trace-context.js';
 import { withTransaction, type Pool, type Queryable } from '../platform/db.js';
 import { REFUND_COLUMNS, toRefundResource, type RefundRow } from './refund-resource.js';
 
@@ -8,6 +9,8 @@ export interface ClaimedRefundJob {
   firstFailureAt: Date | null;
   /** The payment's source: the simulator's refund behaviour is keyed on it. */
   source: string;
+  /** The refund POST's trace context: every attempt continues it. */
+  trace: TraceContext;
 }
 
 /**
@@ -24,7 +27,13 @@ export async function claimDueRefundJobs(
     .map((c) => `r.${c}`)
     .join(', ');
   const { rows } = await db.query<
-    RefundRow & { attempts: number; first_failure_at: Date | null; source: string }
+    RefundRow & {
+      attempts: number;
+      first_failure_at: Date | null;
+      source: string;
+      traceparent: string | null;
+      tracestate: string | null;
+    }
   >(
     `UPDATE refund_jobs j
         SET attempts = j.attempts + 1,
@@ -36,14 +45,16 @@ export async function claimDueRefundJobs(
               FOR UPDATE SKIP LOCKED) due,
             refunds r, payments p
       WHERE j.refund_id = due.refund_id AND r.id = j.refund_id AND p.id = r.payment_id
-      RETURNING ${columns}, j.attempts, j.first_failure_at, p.source`,
+      RETURNING ${columns}, j.attempts, j.first_failure_at, p.source,
+                j.traceparent, j.tracestate`,
     [limit, leaseMs],
   );
-  return rows.map(({ attempts, first_failure_at, source, ...refund }) => ({
+  return rows.map(({ attempts, first_failure_at, source, traceparent, tracestate, ...refund }) => ({
     refund,
     attempts,
     firstFailureAt: first_failure_at,
     source,
+    trace: { traceparent, tracestate },
   }));
 }
 
@@ -52,7 +63,8 @@ export type RefundFinal = { status: 'succeeded' } | { status: 'failed'; failureC
 /**
  * The terminal transition, exactly once: pending -> succeeded | failed only if still pending,
  * a failed refund's amount released (amount_refunded lowered) in the same transaction, its
- * result event into the outbox (keyed by the payment id), and the job removed. Returns false
+ * result event into the outbox (keyed by the payment id, carrying `trace`: the attempt's span),
+ * and the job removed. Returns false
  * when another worker got there first (nothing written).
  */
 export async function completeRefund(
@@ -61,6 +73,7 @@ export async function completeRefund(
   final: RefundFinal,
   topic: string,
   now: Date,
+  trace: TraceContext,
 ): Promise<boolean> {
   return withTransaction(pool, async (client) => {
     const failureCode = final.status === 'failed' ? final.failureCode : null;
@@ -82,8 +95,9 @@ export async function completeRefund(
       const type: RefundEventType =
         final.status === 'succeeded' ? 'refund.succeeded' : 'refund.failed';
       await client.query(
-        `INSERT INTO outbox (event_id, event_type, aggregate_id, topic, data, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6)`,
+        `INSERT INTO outbox (event_id, event_type, aggregate_id, topic, data, created_at,
+                             traceparent, tracestate)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
         [
           refundEventId(refundId, type),
           type,
@@ -91,6 +105,8 @@ export async function completeRefund(
           topic,
           JSON.stringify(toRefundResource(row)),
           now,
+          trace.traceparent,
+          trace.tracestate,
         ],
       );
     }

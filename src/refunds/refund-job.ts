@@ -5,6 +5,7 @@ import {
 } from '../acquirer/acquirer.js';
 import { toKafkaRecord } from '../outbox/cloud-event.js';
 import { refundEventId } from '../outbox/refund-event-id.js';
+import { currentTraceContext } from '../outbox/trace-context.js';
 import type { Pool } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
 import type { PublishDeadLetter } from '../settlement/dead-letter-job.js';
@@ -18,6 +19,7 @@ import {
   type RefundFinal,
 } from './refund-job-repository.js';
 import { toRefundResource } from './refund-resource.js';
+import { inAcquirerRefundSpan, inRefundSpan } from './refund-spans.js';
 
 export interface RefundJobDeps {
   pool: Pool;
@@ -39,7 +41,18 @@ export type RefundJobOutcome = 'succeeded' | 'failed' | 'retried' | 'dead' | 'ra
  * complete (succeeded, or failed and its amount released), retry later, or, once the attempts
  * are exhausted (the charges' limit), dead-letter to the same topic as charges.
  */
-export async function runRefundJob(
+export function runRefundJob(
+  deps: RefundJobDeps,
+  job: ClaimedRefundJob,
+): Promise<RefundJobOutcome> {
+  return inRefundSpan(job, async (span) => {
+    const outcome = await attemptRefund(deps, job);
+    span.setAttribute('refund.outcome', outcome);
+    return outcome;
+  });
+}
+
+async function attemptRefund(
   deps: RefundJobDeps,
   job: ClaimedRefundJob,
 ): Promise<RefundJobOutcome> {
@@ -52,6 +65,7 @@ export async function runRefundJob(
       answer,
       deps.paymentsTopic,
       new Date(),
+      currentTraceContext(),
     );
     return changed ? answer.status : 'raced';
   }
@@ -69,16 +83,18 @@ async function callRefund(
 ): Promise<RefundFinal | RefundFailure> {
   const { refund } = job;
   try {
-    const answer = await deps.acquirer.refund(
-      {
-        idempotencyKey: refundIdempotencyKey(refund.id),
-        refundId: refund.id,
-        paymentId: refund.payment_id,
-        amount: Number(refund.amount),
-        currency: refund.currency,
-        source: job.source,
-      },
-      AbortSignal.timeout(deps.acquirerTimeoutMs),
+    const answer = await inAcquirerRefundSpan(job, () =>
+      deps.acquirer.refund(
+        {
+          idempotencyKey: refundIdempotencyKey(refund.id),
+          refundId: refund.id,
+          paymentId: refund.payment_id,
+          amount: Number(refund.amount),
+          currency: refund.currency,
+          source: job.source,
+        },
+        AbortSignal.timeout(deps.acquirerTimeoutMs),
+      ),
     );
     return answer.outcome === 'approved'
       ? { status: 'succeeded' }
@@ -115,6 +131,8 @@ async function deadLetterRefund(
     aggregateId: refund.payment_id,
     data: toRefundResource({ ...refund, status: 'pending', failure_code: null }),
     createdAt: refund.created_at,
+    // The refund's trace: a replay from the dead-letter topic continues it.
+    ...job.trace,
   });
   await deps.publishDeadLetter(
     toDeadLetter(

@@ -7,6 +7,7 @@ import { activeTraceIds, inSpan } from '../../src/platform/tracing.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import { eventually, readTopic } from '../support/settlement-harness.js';
 import { startTestPipeline } from '../support/test-pipeline.js';
+import { postRefund } from '../support/refund-client.js';
 import { getJson, postPayment, type TestApi } from '../support/test-api.js';
 
 /** One payment's trace across the API, the outbox, Kafka and settlement (real SDK, in memory). */
@@ -50,7 +51,7 @@ async function settlePayment(amount: number, headers: Record<string, string>) {
     const mine = (await readTopic(api.platform.kafka, topic, 2)).filter((r) => r.key === id);
     return mine.length === 2 ? mine : undefined;
   });
-  return { id, records, topic };
+  return { id, apiKey, records, topic };
 }
 
 describe('tracing', () => {
@@ -112,6 +113,50 @@ describe('tracing', () => {
     expect(parentOf(sendSettled as ReadableSpan)).toBe(settle.spanContext().spanId);
     expect(traceIdOf(mine[1]?.headers.ce_traceparent)).toBe(traceId);
     expect(mine[1]?.headers.ce_traceparent?.split('-')[2]).toBe(settle.spanContext().spanId);
+  });
+
+  it('when a refund is posted with a traceparent, then the API, worker and acquirer spans are in that one trace and both refund events carry it', async () => {
+    const { id, apiKey, topic } = await settlePayment(5000, {});
+    const traceId = randomBytes(16).toString('hex');
+    const callerSpanId = randomBytes(8).toString('hex');
+    const refund = await postRefund(api, {
+      apiKey,
+      paymentId: id,
+      body: { amount: 1200 },
+      headers: { traceparent: `00-${traceId}-${callerSpanId}-01` },
+    });
+    expect(refund.status).toBe(202);
+    const records = await eventually('both refund records', async () => {
+      const mine = (await readTopic(api.platform.kafka, topic, 4)).filter(
+        (r) => r.key === id && r.headers.ce_type?.startsWith('refund.'),
+      );
+      return mine.length === 2 ? mine : undefined;
+    });
+    expect(records.map((r) => r.headers.ce_type)).toEqual(['refund.created', 'refund.succeeded']);
+    for (const record of records) expect(traceIdOf(record.headers.ce_traceparent)).toBe(traceId);
+
+    const spans = await eventually('the refund trace', () => {
+      const inTrace = exporter
+        .getFinishedSpans()
+        .filter((s) => s.spanContext().traceId === traceId);
+      return Promise.resolve(
+        inTrace.some((s) => s.name === 'acquirer refund') ? inTrace : undefined,
+      );
+    });
+    const parentOf = (span: ReadableSpan | undefined) => span?.parentSpanContext?.spanId;
+    const server = spans.find((s) => s.kind === SpanKind.SERVER);
+    const attempt = spans.find((s) => s.name === 'refund payment');
+    const acquirer = spans.find((s) => s.name === 'acquirer refund');
+    expect(parentOf(server)).toBe(callerSpanId);
+    expect(server?.attributes['http.response.status_code']).toBe(202);
+    // The worker's attempt continues the POST's context (stored with the job); the acquirer
+    // call is in it, and refund.succeeded carries the attempt's context.
+    expect(parentOf(attempt)).toBe(server?.spanContext().spanId);
+    expect(attempt?.attributes['refund.outcome']).toBe('succeeded');
+    expect(parentOf(acquirer)).toBe(attempt?.spanContext().spanId);
+    expect(acquirer?.attributes['acquirer.outcome']).toBe('approved');
+    expect(records[0]?.headers.ce_traceparent?.split('-')[2]).toBe(server?.spanContext().spanId);
+    expect(records[1]?.headers.ce_traceparent?.split('-')[2]).toBe(attempt?.spanContext().spanId);
   });
 
   it('when a payment is posted in a sampled-out trace, then no span is recorded and both events carry that trace with the sampled flag off', async () => {

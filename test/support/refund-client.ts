@@ -4,7 +4,13 @@ import { postPayment, type Answer, type TestApi } from './test-api.js';
 /** POST /payments/{id}/refunds as a client would send it. */
 export async function postRefund(
   api: TestApi,
-  options: { apiKey: string; paymentId: string; key?: string; body?: unknown },
+  options: {
+    apiKey: string;
+    paymentId: string;
+    key?: string;
+    body?: unknown;
+    headers?: Record<string, string>;
+  },
 ): Promise<Answer> {
   const res = await fetch(api.url(`/payments/${options.paymentId}/refunds`), {
     method: 'POST',
@@ -12,6 +18,7 @@ export async function postRefund(
       authorization: `Bearer ${options.apiKey}`,
       'idempotency-key': options.key ?? crypto.randomUUID(),
       'content-type': 'application/json',
+      ...options.headers,
     },
     body: JSON.stringify(options.body ?? {}),
   });

@@ -1,0 +1,38 @@
+import { SpanKind, type Span } from '@opentelemetry/api';
+import type { RefundResult } from '../acquirer/acquirer.js';
+import { contextOf } from '../outbox/trace-context.js';
+import { inSpan } from '../platform/tracing.js';
+import type { ClaimedRefundJob } from './refund-job-repository.js';
+
+/**
+ * One attempt of a refund job: a child of the refund POST's trace context (stored with the job),
+ * so every attempt, retried ones included, shows in the refund's trace, as settlement attempts
+ * do in the payment's. The result event written by the attempt carries this span's context.
+ */
+export function inRefundSpan<T>(job: ClaimedRefundJob, fn: (span: Span) => Promise<T>): Promise<T> {
+  const options = {
+    kind: SpanKind.INTERNAL,
+    attributes: {
+      'refund.id': job.refund.id,
+      'payment.id': job.refund.payment_id,
+      'refund.attempt': job.attempts,
+    },
+  };
+  return inSpan('refund payment', options, contextOf(job.trace), fn);
+}
+
+/** The acquirer's refund call as a CLIENT span under the attempt, with its answer. */
+export function inAcquirerRefundSpan(
+  job: ClaimedRefundJob,
+  refund: () => Promise<RefundResult>,
+): Promise<RefundResult> {
+  const options = {
+    kind: SpanKind.CLIENT,
+    attributes: { 'refund.id': job.refund.id, 'refund.attempt': job.attempts },
+  };
+  return inSpan('acquirer refund', options, undefined, async (span) => {
+    const result = await refund();
+    span.setAttribute('acquirer.outcome', result.outcome);
+    return result;
+  });
+}
