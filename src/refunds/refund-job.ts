@@ -10,6 +10,7 @@ import type { Pool } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
 import type { PublishDeadLetter } from '../settlement/dead-letter-job.js';
 import { toDeadLetter } from '../settlement/dead-letter.js';
+import { settlementMetrics } from '../settlement/settlement-metrics.js';
 import {
   completeRefund,
   markRefundDead,
@@ -153,6 +154,8 @@ async function deadLetterRefund(
       },
     ),
   );
+  // The same topic and replay as dead charges: counted with them (the dead-letter alert).
+  settlementMetrics.deadLettered.inc({ error_class: failure.errorClass });
   await markRefundDead(deps.pool, refund.id, failure);
   deps.logger.warn(
     { refund_id: refund.id, payment_id: refund.payment_id, attempts: job.attempts },

@@ -6,6 +6,7 @@ import '../../src/http/admission-limit.js';
 import '../../src/http/http-metrics.js';
 import '../../src/outbox/outbox-metrics.js';
 import '../../src/platform/readiness-metrics.js';
+import '../../src/refunds/refund-backlog-metrics.js';
 import '../../src/settlement/settlement-backlog-metrics.js';
 import '../../src/settlement/settlement-metrics.js';
 import { metricsRegistry } from '../../src/platform/metrics.js';
@@ -91,6 +92,7 @@ describe('ops/prometheus alert rules', () => {
       'ApiHigh5xxRate',
       'ApiShedding',
       'SettlementBacklogHigh',
+      'RefundBacklogHigh',
       'DependencyDown',
     ]);
     const known = anchors();

@@ -12,6 +12,7 @@ import {
 import type { Platform } from '../../platform/platform.js';
 import { createOutageLog } from '../../platform/outage-log.js';
 import { registerSettlementBacklogProbe } from '../../settlement/settlement-backlog-metrics.js';
+import { registerRefundBacklogProbe } from '../../refunds/refund-backlog-metrics.js';
 import { createRefundWorker, type RefundWorkerDeps } from '../../refunds/refund-worker.js';
 import { createSettlementHandler } from '../../settlement/settlement-consumer.js';
 import { createSettlementWorker, type WorkerDeps } from '../../settlement/settlement-worker.js';
@@ -76,7 +77,10 @@ export function startSettlement(
     ...(options.afterRefund ? { afterRefund: options.afterRefund } : {}),
   });
   const handle = createSettlementHandler({ pool, worker, logger });
-  const unregisterBacklog = registerSettlementBacklogProbe(pool);
+  const unregisterBacklogs = [
+    registerSettlementBacklogProbe(pool),
+    registerRefundBacklogProbe(pool),
+  ];
   const consumer = createConsumer(kafka, config.KAFKA_CONSUMER_GROUP);
   // The worker needs the database and, for dead letters, the producer; not the consumer
   // group. It starts as soon as those are up, so jobs left by a crashed process are resumed
@@ -123,7 +127,7 @@ export function startSettlement(
   return Promise.resolve({
     name: 'settlement',
     close: async () => {
-      unregisterBacklog();
+      for (const unregister of unregisterBacklogs) unregister();
       producing.stop();
       consuming.stop();
       // Stop intake first (in-flight records finish and commit), then the worker's jobs.
