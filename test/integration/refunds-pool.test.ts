@@ -79,25 +79,17 @@ describe('refunds whose request ended before their turn', () => {
     const hurried = await startTestApi(db, { REQUEST_DEADLINE_MS: '1000' });
     try {
       const paymentId = await settledPayment(hurried, db, apiKey, { amount: 1000 });
+      const refund = (key: string, amount: number) =>
+        postRefund(hurried, { apiKey, paymentId, key, body: { amount } });
       const holder = await db.pool.connect();
       let answers: { status: number }[] = [];
       try {
         await holder.query('BEGIN');
         await holder.query('SELECT 1 FROM payments WHERE id = $1 FOR UPDATE', [paymentId]);
         // The first refund takes its turn and waits on the row lock; the second is queued.
-        const first = postRefund(hurried, {
-          apiKey,
-          paymentId,
-          key: 'first',
-          body: { amount: 100 },
-        });
+        const first = refund('first', 100);
         await waitFor(async () => (await lockWaiters()) >= 1);
-        const queued = postRefund(hurried, {
-          apiKey,
-          paymentId,
-          key: 'queued',
-          body: { amount: 200 },
-        });
+        const queued = refund('queued', 200);
         answers = await Promise.all([first, queued]);
       } finally {
         await holder.query('COMMIT');
@@ -107,21 +99,11 @@ describe('refunds whose request ended before their turn', () => {
 
       // A third refund through the same queue: when it is answered, the queued one has had
       // its turn, so whatever it would have written is there.
-      const third = await postRefund(hurried, {
-        apiKey,
-        paymentId,
-        key: 'third',
-        body: { amount: 300 },
-      });
+      const third = await refund('third', 300);
       expect(third.status).toBe(202);
       expect(await refundKeys(paymentId)).toEqual(['first', 'third']);
 
-      const retry = await postRefund(hurried, {
-        apiKey,
-        paymentId,
-        key: 'queued',
-        body: { amount: 200 },
-      });
+      const retry = await refund('queued', 200);
       expect(retry.status).toBe(202);
       expect(retry.headers.get('idempotent-replayed')).toBeNull();
       expect(await refundKeys(paymentId)).toEqual(['first', 'queued', 'third']);
