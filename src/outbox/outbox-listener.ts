@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { fullJitterDelay } from '../platform/backoff.js';
 import type { Logger } from '../platform/logger.js';
+import { createOutageLog } from '../platform/outage-log.js';
 
 /** The channel of the `outbox_notify` trigger (migration 0003). */
 export const OUTBOX_CHANNEL = 'outbox';
@@ -18,6 +19,8 @@ export interface OutboxListenerOptions {
   /** Called each time LISTEN is in place. */
   onListening?: () => void;
   applicationName?: string;
+  /** While it cannot connect, how often that is logged again (default 30 s, OUTAGE_LOG_INTERVAL_MS). */
+  outageLogIntervalMs?: number;
 }
 
 export interface OutboxListener {
@@ -31,6 +34,8 @@ export interface OutboxListener {
  */
 export function listenForOutbox(options: OutboxListenerOptions): OutboxListener {
   const { logger } = options;
+  // Reconnect attempts every few seconds through an outage: a few lines, not one per attempt.
+  const outage = createOutageLog('outbox listener', logger, options.outageLogIntervalMs ?? 30_000);
   let stopped = false;
   /** A function, not the variable: the loop must see the value close() sets while it awaits. */
   const isStopped = (): boolean => stopped;
@@ -67,14 +72,14 @@ export function listenForOutbox(options: OutboxListenerOptions): OutboxListener 
           options.onNotify();
         });
         if (isStopped()) break;
-        if (failures > 0) logger.info('outbox listener reconnected');
+        outage.succeeded();
         failures = 0;
         options.onListening?.();
         options.onNotify();
         const error = await broken;
         if (!isStopped()) logger.warn({ err: error }, 'outbox listener connection lost');
       } catch (error) {
-        if (!isStopped()) logger.warn({ err: error, failures }, 'outbox listener cannot connect');
+        if (!isStopped()) outage.failed(error, { attempts: failures + 1 });
       } finally {
         current = undefined;
         await client.end().catch(() => undefined);

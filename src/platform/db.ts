@@ -12,6 +12,9 @@ export type Queryable = Pick<pg.Pool, 'query'>;
 export const sql = (strings: TemplateStringsArray, ...values: never[]): string =>
   String.raw({ raw: strings }, ...values);
 
+/** Idle connections failing within this long of the first are one event (a restart): one line. */
+const IDLE_ERROR_BURST_MS = 10_000;
+
 export function createPool(
   config: Pick<
     Config,
@@ -44,9 +47,20 @@ export function createPool(
     connectionTimeoutMillis: config.DATABASE_CONNECT_TIMEOUT_MS,
     idleTimeoutMillis: 30_000,
   });
-  // An idle client losing its connection (Postgres restart) must not crash the process.
+  // An idle client losing its connection (Postgres restart) must not crash the process. A
+  // restart drops every idle connection at once: one warning per burst, the rest at debug.
+  let burstStartedAt = Number.NEGATIVE_INFINITY;
   pool.on('error', (error) => {
-    logger.warn({ err: error }, 'idle postgres client failed; it will be replaced');
+    const at = Date.now();
+    if (at - burstStartedAt < IDLE_ERROR_BURST_MS) {
+      logger.debug({ err: error }, 'idle postgres client failed; it will be replaced');
+      return;
+    }
+    burstStartedAt = at;
+    logger.warn(
+      { err: error, pool_connections: pool.totalCount },
+      'idle postgres connections failed; they will be replaced',
+    );
   });
   // The pool listens only to idle clients: a checked-out client whose connection dies between
   // two queries (Postgres stopped mid-transaction) emits 'error' with no listener, which kills

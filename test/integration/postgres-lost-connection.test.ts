@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/platform/config.js';
 import { createPool, withTransaction, type Pool } from '../../src/platform/db.js';
 import { createLogger } from '../../src/platform/logger.js';
+import { capturedLogger } from '../support/captured-logger.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 
 let db: TestDatabase;
@@ -34,3 +35,37 @@ describe('a checked-out client whose connection dies (Postgres stopped mid-trans
     });
   });
 });
+
+describe('idle connections dropped together (Postgres restarted)', () => {
+  it('when every idle connection of the pool is terminated at once, then one warning for them all, and the pool serves again', async () => {
+    const { lines, logger } = capturedLogger();
+    const config = { ...loadConfig(), DATABASE_URL: db.url, DATABASE_POOL_MAX: 6 };
+    const idle = createPool(config, logger, 'idle-burst-test');
+    try {
+      // Six connections, all back in the pool and idle.
+      const clients = await Promise.all(Array.from({ length: 6 }, () => idle.connect()));
+      for (const client of clients) client.release();
+      expect(idle.idleCount).toBe(6);
+      await db.pool.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+          WHERE application_name = 'idle-burst-test'`,
+      );
+      await waitFor(() => idle.totalCount === 0);
+
+      const about = lines.filter((line) => String(line.msg).includes('idle postgres'));
+      expect(about.filter((line) => line.level === 40)).toHaveLength(1);
+      expect(about.filter((line) => line.level === 20)).toHaveLength(5);
+      await expect(idle.query('SELECT 1 AS one')).resolves.toMatchObject({ rows: [{ one: 1 }] });
+    } finally {
+      await idle.end();
+    }
+  });
+});
+
+async function waitFor(check: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

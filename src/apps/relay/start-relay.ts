@@ -24,6 +24,7 @@ export function startRelay(platform: Platform): Promise<RunningRole> {
     connectionString: config.DATABASE_URL,
     logger,
     onNotify: relay.wake,
+    outageLogIntervalMs: config.OUTAGE_LOG_INTERVAL_MS,
   });
   const connection = connectInBackground(
     'relay',
