@@ -19,6 +19,7 @@ import {
   type RefundFailure,
   type RefundFinal,
 } from './refund-job-repository.js';
+import { refundMetrics } from './refund-metrics.js';
 import { toRefundResource } from './refund-resource.js';
 import { inAcquirerRefundSpan, inRefundSpan } from './refund-spans.js';
 
@@ -68,7 +69,9 @@ async function attemptRefund(
       new Date(),
       currentTraceContext(),
     );
-    return changed ? answer.status : 'raced';
+    if (!changed) return 'raced';
+    refundMetrics.completed.inc({ status: answer.status });
+    return answer.status;
   }
   if (job.attempts < deps.maxAttempts) {
     await scheduleRefundRetry(deps.pool, job.refund.id, answer, deps.retryDelayMs(job.attempts));
@@ -97,22 +100,30 @@ async function callRefund(
         AbortSignal.timeout(deps.acquirerTimeoutMs),
       ),
     );
+    refundMetrics.attempts.inc({ result: answer.outcome });
     return answer.outcome === 'approved'
       ? { status: 'succeeded' }
       : { status: 'failed', failureCode: answer.code };
   } catch (error) {
-    if (error instanceof AcquirerTransientError) {
-      return { errorClass: error.errorClass, message: error.message };
-    }
-    if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) {
-      return { errorClass: 'acquirer_timeout', message: 'no answer within the call timeout' };
-    }
-    // Retried like a charge: the refund call is idempotent, so trying again is safe.
-    return {
-      errorClass: 'acquirer_error',
-      message: error instanceof Error ? error.message : String(error),
-    };
+    const failure = transientFailure(error);
+    refundMetrics.attempts.inc({ result: failure.errorClass });
+    return failure;
   }
+}
+
+/** What a refund call that got no final answer is retried as. */
+function transientFailure(error: unknown): RefundFailure {
+  if (error instanceof AcquirerTransientError) {
+    return { errorClass: error.errorClass, message: error.message };
+  }
+  if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) {
+    return { errorClass: 'acquirer_timeout', message: 'no answer within the call timeout' };
+  }
+  // Retried like a charge: the refund call is idempotent, so trying again is safe.
+  return {
+    errorClass: 'acquirer_error',
+    message: error instanceof Error ? error.message : String(error),
+  };
 }
 
 /**

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRefundSimulator } from '../../src/acquirer/refund-simulator.js';
 import { refundEventId } from '../../src/outbox/refund-event-id.js';
+import { metricsRegistry } from '../../src/platform/metrics.js';
 import { createRefundWorker, type RefundWorker } from '../../src/refunds/refund-worker.js';
 import { verifyPayments } from '../../tools/verify/verify-payments.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
@@ -134,6 +135,25 @@ describe('the refund worker', () => {
       type: 'refund.created',
       data: { id, status: 'pending' },
     });
+  });
+
+  it('when the refunds above were worked, then the refund counters say so: attempts by result, completions by status, the dead letter', async () => {
+    const values = async (name: string) =>
+      Object.fromEntries(
+        ((await metricsRegistry.getSingleMetric(name)?.get())?.values ?? []).map((v) => [
+          Object.values(v.labels).join(','),
+          v.value,
+        ]),
+      );
+    const attempts = await values('refund_acquirer_attempts_total');
+    // approved: tok_visa and the transient refund's third call; 2 + 3 transient failures.
+    expect(attempts).toMatchObject({ approved: 2, declined: 1 });
+    const transient = Object.entries(attempts)
+      .filter(([result]) => result !== 'approved' && result !== 'declined')
+      .reduce((sum, [, n]) => sum + n, 0);
+    expect(transient).toBe(5);
+    expect(await values('refunds_completed_total')).toEqual({ succeeded: 2, failed: 1 });
+    expect(await values('settlement_dead_letters_total')).toEqual({ acquirer_unavailable: 1 });
   });
 
   it('when every refund above is worked, then the verifier finds no refund violation (and one it plants)', async () => {

@@ -7,6 +7,7 @@ import '../../src/http/http-metrics.js';
 import '../../src/outbox/outbox-metrics.js';
 import '../../src/platform/readiness-metrics.js';
 import '../../src/refunds/refund-backlog-metrics.js';
+import '../../src/refunds/refund-metrics.js';
 import '../../src/settlement/settlement-backlog-metrics.js';
 import '../../src/settlement/settlement-metrics.js';
 import { metricsRegistry } from '../../src/platform/metrics.js';
