@@ -1,8 +1,5 @@
-import {
-  AcquirerTransientError,
-  refundIdempotencyKey,
-  type RefundAcquirer,
-} from '../acquirer/acquirer.js';
+import { classifyAcquirerFailure } from '../acquirer/acquirer-failure.js';
+import { refundIdempotencyKey, type RefundAcquirer } from '../acquirer/acquirer.js';
 import { toKafkaRecord } from '../outbox/cloud-event.js';
 import { refundEventId } from '../outbox/refund-event-id.js';
 import { currentTraceContext } from '../outbox/trace-context.js';
@@ -105,25 +102,10 @@ async function callRefund(
       ? { status: 'succeeded' }
       : { status: 'failed', failureCode: answer.code };
   } catch (error) {
-    const failure = transientFailure(error);
+    const failure = classifyAcquirerFailure(error);
     refundMetrics.attempts.inc({ result: failure.errorClass });
     return failure;
   }
-}
-
-/** What a refund call that got no final answer is retried as. */
-function transientFailure(error: unknown): RefundFailure {
-  if (error instanceof AcquirerTransientError) {
-    return { errorClass: error.errorClass, message: error.message };
-  }
-  if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) {
-    return { errorClass: 'acquirer_timeout', message: 'no answer within the call timeout' };
-  }
-  // Retried like a charge: the refund call is idempotent, so trying again is safe.
-  return {
-    errorClass: 'acquirer_error',
-    message: error instanceof Error ? error.message : String(error),
-  };
 }
 
 /**

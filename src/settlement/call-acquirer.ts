@@ -1,8 +1,5 @@
-import {
-  AcquirerTransientError,
-  chargeIdempotencyKey,
-  type Acquirer,
-} from '../acquirer/acquirer.js';
+import { classifyAcquirerFailure } from '../acquirer/acquirer-failure.js';
+import { chargeIdempotencyKey, type Acquirer } from '../acquirer/acquirer.js';
 import type { ClaimedJob, Failure, FinalStatus } from './settlement-repository.js';
 import { settlementMetrics } from './settlement-metrics.js';
 import { inAcquirerSpan } from './acquirer-span.js';
@@ -37,23 +34,8 @@ export async function callAcquirer(
         : { status: 'failed', failureCode: answer.code };
     return { kind: 'final', final };
   } catch (error) {
-    const failure = classify(error);
+    const failure = classifyAcquirerFailure(error);
     settlementMetrics.attempts.inc({ result: failure.errorClass });
     return { kind: 'failure', failure };
   }
-}
-
-function classify(error: unknown): Failure {
-  if (error instanceof AcquirerTransientError) {
-    return { errorClass: error.errorClass, message: error.message };
-  }
-  if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) {
-    return { errorClass: 'acquirer_timeout', message: 'no answer within the call timeout' };
-  }
-  // Anything unexpected from the acquirer is retried: a charge is idempotent, so trying again
-  // is safe, and giving up early would strand the payment.
-  return {
-    errorClass: 'acquirer_error',
-    message: error instanceof Error ? error.message : String(error),
-  };
 }
