@@ -28,7 +28,9 @@ export function registerShutdown(
     }, timeoutMs);
     timer.unref();
     void runClosers(closers(), logger).then(async (ok) => {
-      await shutdownTracing();
+      if (!(await shutdownTracing())) {
+        logger.warn('tracing collector did not answer; the last spans were dropped');
+      }
       clearTimeout(timer);
       logger.info('shutdown complete');
       logger.flush();

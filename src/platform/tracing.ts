@@ -81,9 +81,30 @@ export function setTracingShutdown(stop: () => Promise<void>): void {
   stopProvider = stop;
 }
 
-/** Flushes queued spans and stops tracing; a no-op when tracing is off. Never rejects. */
-export async function shutdownTracing(): Promise<void> {
+/** How long the graceful shutdown waits for the last spans to reach the collector. */
+const FLUSH_TIMEOUT_MS = 2_000;
+
+/**
+ * Flushes queued spans and stops tracing; a no-op when tracing is off. Waits at most
+ * `timeoutMs`: a collector that accepts connections and never answers must not hold the
+ * shutdown for the exporter's 10 s timeout. Resolves false when it gave up (the last spans are
+ * lost), true otherwise. Never rejects.
+ */
+export async function shutdownTracing(timeoutMs = FLUSH_TIMEOUT_MS): Promise<boolean> {
   const stop = stopProvider;
   stopProvider = undefined;
-  await stop?.().catch(() => undefined);
+  if (!stop) return true;
+  let timer: NodeJS.Timeout | undefined;
+  const gaveUp = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => {
+      resolve(false);
+    }, timeoutMs);
+  });
+  const flushed = stop().then(
+    () => true,
+    () => true,
+  );
+  const finished = await Promise.race([flushed, gaveUp]);
+  clearTimeout(timer);
+  return finished;
 }

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { readdir } from 'node:fs/promises';
+import { createServer, type Socket } from 'node:net';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../src/merchants/api-key.js';
@@ -128,6 +129,48 @@ describe('process entry points', () => {
       expect(lines[0]).toContain(line);
     },
   );
+
+  it('when the tracing collector accepts connections and never answers, then SIGTERM still exits 0 within seconds, with one line about the dropped spans', async () => {
+    // The collector that hangs: accepts, reads, never answers.
+    const sockets: Socket[] = [];
+    const collector = createServer((socket) => {
+      sockets.push(socket);
+      socket.resume();
+    });
+    await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+    const { port } = collector.address() as { port: number };
+    try {
+      const preload = ['--import', path.join(REPO_ROOT, 'dist/platform/register-tracing.js')];
+      const proc = startProcess(
+        'apps/api/main.js',
+        processEnv({
+          OTEL_TRACES_EXPORTER: 'otlp',
+          OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `http://127.0.0.1:${port}/v1/traces`,
+        }),
+        preload,
+      );
+      const listening = await proc.waitForLog('api listening');
+      // One traced request (401: no key), so the shutdown has a span to flush.
+      const res = await fetch(`http://127.0.0.1:${String(listening.port)}/payments/x`);
+      expect(res.status).toBe(401);
+
+      const started = Date.now();
+      proc.child.kill('SIGTERM');
+      const result = await proc.exited;
+      // The exporter's own timeout is 10 s; the flush gives up after 2.
+      expect(Date.now() - started).toBeLessThan(6_000);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toContain('the last spans were dropped');
+      expect(result.stdout).toContain('"msg":"shutdown complete"');
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) =>
+        collector.close(() => {
+          resolve();
+        }),
+      );
+    }
+  });
 
   it('when all roles run in one process, then the public port says only "ready", the internal listener has the detail and /metrics, and SIGTERM exits 0 after draining', async () => {
     const proc = startProcess('apps/all/main.js', processEnv());
