@@ -1,13 +1,12 @@
 import { classifyAcquirerFailure } from '../acquirer/acquirer-failure.js';
+import { inAcquirerSpan } from '../acquirer/acquirer-span.js';
 import { refundIdempotencyKey, type RefundAcquirer } from '../acquirer/acquirer.js';
 import { toKafkaRecord } from '../outbox/cloud-event.js';
 import { refundEventId } from '../outbox/refund-event-id.js';
 import { currentTraceContext } from '../outbox/trace-context.js';
 import type { Pool } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
-import type { PublishDeadLetter } from '../settlement/dead-letter-job.js';
-import { toDeadLetter } from '../settlement/dead-letter.js';
-import { settlementMetrics } from '../settlement/settlement-metrics.js';
+import { sendDeadLetter, type PublishDeadLetter } from '../settlement/dead-letter-job.js';
 import {
   completeRefund,
   markRefundDead,
@@ -18,7 +17,7 @@ import {
 } from './refund-job-repository.js';
 import { refundMetrics } from './refund-metrics.js';
 import { toRefundResource } from './refund-resource.js';
-import { inAcquirerRefundSpan, inRefundSpan } from './refund-spans.js';
+import { inRefundSpan } from './refund-spans.js';
 
 export interface RefundJobDeps {
   pool: Pool;
@@ -84,7 +83,8 @@ async function callRefund(
 ): Promise<RefundFinal | RefundFailure> {
   const { refund } = job;
   try {
-    const answer = await inAcquirerRefundSpan(job, () =>
+    const attributes = { 'refund.id': refund.id, 'refund.attempt': job.attempts };
+    const answer = await inAcquirerSpan('acquirer refund', attributes, () =>
       deps.acquirer.refund(
         {
           idempotencyKey: refundIdempotencyKey(refund.id),
@@ -128,27 +128,25 @@ async function deadLetterRefund(
     // The refund's trace: a replay from the dead-letter topic continues it.
     ...job.trace,
   });
-  await deps.publishDeadLetter(
-    toDeadLetter(
-      {
-        topic: deps.paymentsTopic,
-        partition: -1,
-        offset: '-1',
-        key: created.key,
-        value: created.value,
-      },
-      {
-        eventId,
-        errorClass: failure.errorClass,
-        errorMessage: failure.message,
-        attempts: job.attempts,
-        firstFailureAt: job.firstFailureAt ?? new Date(),
-        lastFailureAt: new Date(),
-      },
-    ),
+  // The same topic, replay and counter as dead charges (the dead-letter alert).
+  await sendDeadLetter(
+    deps.publishDeadLetter,
+    {
+      topic: deps.paymentsTopic,
+      partition: -1,
+      offset: '-1',
+      key: created.key,
+      value: created.value,
+    },
+    {
+      eventId,
+      errorClass: failure.errorClass,
+      errorMessage: failure.message,
+      attempts: job.attempts,
+      firstFailureAt: job.firstFailureAt ?? new Date(),
+      lastFailureAt: new Date(),
+    },
   );
-  // The same topic and replay as dead charges: counted with them (the dead-letter alert).
-  settlementMetrics.deadLettered.inc({ error_class: failure.errorClass });
   await markRefundDead(deps.pool, refund.id, failure);
   deps.logger.warn(
     { refund_id: refund.id, payment_id: refund.payment_id, attempts: job.attempts },

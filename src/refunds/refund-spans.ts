@@ -1,5 +1,4 @@
 import { SpanKind, type Span } from '@opentelemetry/api';
-import type { RefundResult } from '../acquirer/acquirer.js';
 import { contextOf } from '../outbox/trace-context.js';
 import { inSpan } from '../platform/tracing.js';
 import type { ClaimedRefundJob } from './refund-job-repository.js';
@@ -19,20 +18,4 @@ export function inRefundSpan<T>(job: ClaimedRefundJob, fn: (span: Span) => Promi
     },
   };
   return inSpan('refund payment', options, contextOf(job.trace), fn);
-}
-
-/** The acquirer's refund call as a CLIENT span under the attempt, with its answer. */
-export function inAcquirerRefundSpan(
-  job: ClaimedRefundJob,
-  refund: () => Promise<RefundResult>,
-): Promise<RefundResult> {
-  const options = {
-    kind: SpanKind.CLIENT,
-    attributes: { 'refund.id': job.refund.id, 'refund.attempt': job.attempts },
-  };
-  return inSpan('acquirer refund', options, undefined, async (span) => {
-    const result = await refund();
-    span.setAttribute('acquirer.outcome', result.outcome);
-    return result;
-  });
 }

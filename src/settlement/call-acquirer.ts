@@ -1,8 +1,8 @@
 import { classifyAcquirerFailure } from '../acquirer/acquirer-failure.js';
+import { inAcquirerSpan } from '../acquirer/acquirer-span.js';
 import { chargeIdempotencyKey, type Acquirer } from '../acquirer/acquirer.js';
 import type { ClaimedJob, Failure, FinalStatus } from './settlement-repository.js';
 import { settlementMetrics } from './settlement-metrics.js';
-import { inAcquirerSpan } from './acquirer-span.js';
 
 /** The acquirer's final word on a payment, or why there was none (to retry). */
 export type AcquirerAnswer =
@@ -15,7 +15,8 @@ export async function callAcquirer(
   timeoutMs: number,
 ): Promise<AcquirerAnswer> {
   try {
-    const answer = await inAcquirerSpan(job, () =>
+    const attributes = { 'payment.id': job.paymentId, 'settlement.attempt': job.attempts };
+    const answer = await inAcquirerSpan('acquirer charge', attributes, () =>
       acquirer.charge(
         {
           idempotencyKey: chargeIdempotencyKey(job.paymentId),
