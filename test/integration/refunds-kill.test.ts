@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import { postRefund, settledPayment } from '../support/refund-client.js';
-import { refundWorkFacts } from '../support/refund-harness.js';
+import { refundWorkFacts, refundWorked } from '../support/refund-harness.js';
 import { startRoleProcess } from '../support/role-process.js';
 import {
   createSettlementHarness,
@@ -97,10 +97,7 @@ describe('refund worker killed between the acquirer refund and the commit', () =
 
     const second = startRoleProcess('apps/settlement/main.js', settlementEnv());
     try {
-      const done = await eventually('refund completed after the restart', async () => {
-        const facts = await refundWorkFacts(db, id);
-        return facts.status === 'pending' ? undefined : facts;
-      });
+      const done = await refundWorked(db, id, 'refund completed after the restart');
       expect(done).toMatchObject({
         status: 'succeeded',
         amount_refunded: 250,

@@ -8,7 +8,7 @@ import { createRefundWorker } from '../../src/refunds/refund-worker.js';
 import { replayDeadLetters } from '../../src/settlement/replay-dead-letters.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import { postRefund, settledPayment } from '../support/refund-client.js';
-import { refundWorkFacts } from '../support/refund-harness.js';
+import { refundWorkFacts, refundWorked } from '../support/refund-harness.js';
 import {
   createSettlementHarness,
   eventually,
@@ -83,10 +83,7 @@ describe('replaying a dead refund', () => {
           silent,
         );
       expect((await replay()).replayed).toEqual([refundEventId(id, 'refund.created')]);
-      const done = await eventually('refund succeeded after the replay', async () => {
-        const facts = await refundWorkFacts(db, id);
-        return facts.status === 'pending' ? undefined : facts;
-      });
+      const done = await refundWorked(db, id, 'refund succeeded after the replay');
       expect(done).toMatchObject({
         status: 'succeeded',
         amount_refunded: 400,

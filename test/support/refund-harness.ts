@@ -1,4 +1,5 @@
 import type { TestDatabase } from './isolation.js';
+import { eventually } from './settlement-harness.js';
 
 /** A refund's status plus what the simulator and the outbox saw for it. */
 export async function refundWorkFacts(db: TestDatabase, refundId: string) {
@@ -30,4 +31,12 @@ export async function refundWorkFacts(db: TestDatabase, refundId: string) {
   const row = rows[0];
   if (!row) throw new Error(`no refund ${refundId}`);
   return { ...row, amount_refunded: Number(row.amount_refunded) };
+}
+
+/** Waits until the refund has left `pending` (worked by a running settlement role); its facts. */
+export function refundWorked(db: TestDatabase, refundId: string, label: string) {
+  return eventually(label, async () => {
+    const facts = await refundWorkFacts(db, refundId);
+    return facts.status === 'pending' ? undefined : facts;
+  });
 }
