@@ -63,7 +63,7 @@ function requestEnded(res: Response): AbortSignal {
       ),
     );
   };
-  res.once('finish', end);
+  // 'close' comes once the response is sent, and also when the client leaves first.
   res.once('close', end);
   return ended.signal;
 }
