@@ -68,8 +68,9 @@ export function createAcquirerSimulator(pool: Pool, options: SimulatorOptions): 
     result: 'approved' | 'declined',
   ): Promise<{ result: CallResult; answer: ChargeResult } | undefined> {
     const reference = `sim_${randomBytes(8).toString('hex')}`;
-    const { rows } = await pool.query<{ reference: string }>(
-      `WITH charge AS (
+    const { rows } = await pool.query<{ reference: string }>({
+      name: 'acquirer-simulator.charge-once',
+      text: `WITH charge AS (
          INSERT INTO acquirer_simulator_charges (idempotency_key, payment_id, result, reference)
          VALUES ($1, $2, $6, $7)
          ON CONFLICT (idempotency_key) DO NOTHING
@@ -80,8 +81,8 @@ export function createAcquirerSimulator(pool: Pool, options: SimulatorOptions): 
          SELECT $1, $2, $3, $4, $5, $6, false FROM charge
        )
        SELECT reference FROM charge`,
-      [...callColumns(request, result), reference],
-    );
+      values: [...callColumns(request, result), reference],
+    });
     if (rows.length === 0) return undefined;
     return { result, answer: answerOf(result, reference) };
   }

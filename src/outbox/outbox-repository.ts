@@ -58,8 +58,11 @@ export interface ClaimedRow {
  */
 export async function claimEvents(db: Queryable, limit: number, leaseMs: number): Promise<Claim> {
   const owner = randomUUID();
-  const { rows } = await db.query<ClaimedRow>(
-    sql`
+  const { rows } = await db.query<ClaimedRow>({
+    // Named (prepared once per connection) like every statement the pipeline runs per batch:
+    // parsing and planning them on each call was a fifth of Postgres's time (DESIGN 20).
+    name: 'outbox.claim-events',
+    text: sql`
       UPDATE outbox o
          SET locked_until = now() + $2 * interval '1 millisecond', lease_owner = $3
        WHERE o.id = ANY (ARRAY (
@@ -81,8 +84,8 @@ export async function claimEvents(db: Queryable, limit: number, leaseMs: number)
                   FOR UPDATE SKIP LOCKED))
       RETURNING o.id, o.event_id, o.event_type, o.aggregate_id, o.topic, o.data, o.created_at,
                 o.attempts, o.traceparent, o.tracestate`,
-    [limit, leaseMs, owner],
-  );
+    values: [limit, leaseMs, owner],
+  });
   return { owner, events: rows.map(toClaimedEvent).sort((a, b) => compareIds(a.id, b.id)) };
 }
 
@@ -116,13 +119,14 @@ export async function markPublished(
   ids: readonly string[],
 ): Promise<number> {
   if (ids.length === 0) return 0;
-  const { rowCount } = await db.query(
-    sql`
+  const { rowCount } = await db.query({
+    name: 'outbox.mark-published',
+    text: sql`
       UPDATE outbox
          SET published_at = now(), locked_until = NULL, lease_owner = NULL
        WHERE id = ANY($1::bigint[]) AND lease_owner = $2 AND published_at IS NULL`,
-    [ids, owner],
-  );
+    values: [ids, owner],
+  });
   return rowCount ?? 0;
 }
 

@@ -65,10 +65,11 @@ async function knownPayments(
   client: PoolClient,
   events: readonly CreatedEvent[],
 ): Promise<Set<string>> {
-  const { rows } = await client.query<{ id: string }>(
-    'SELECT id FROM payments WHERE id = ANY($1::uuid[])',
-    [[...new Set(events.map((event) => event.paymentId))]],
-  );
+  const { rows } = await client.query<{ id: string }>({
+    name: 'intake.known-payments',
+    text: 'SELECT id FROM payments WHERE id = ANY($1::uuid[])',
+    values: [[...new Set(events.map((event) => event.paymentId))]],
+  });
   return new Set(rows.map((row) => row.id));
 }
 
@@ -79,15 +80,16 @@ async function insertProcessedEvents(
 ): Promise<Set<string>> {
   if (events.length === 0) return new Set();
   const sorted = [...events].sort((a, b) => a.eventId.localeCompare(b.eventId));
-  const { rows } = await client.query<{ event_id: string }>(
-    `INSERT INTO processed_events (event_id, event_type, payment_id)
+  const { rows } = await client.query<{ event_id: string }>({
+    name: 'intake.insert-processed-events',
+    text: `INSERT INTO processed_events (event_id, event_type, payment_id)
      SELECT e.event_id, 'payment.created', e.payment_id
        FROM unnest($1::uuid[], $2::uuid[]) WITH ORDINALITY AS e(event_id, payment_id, n)
       ORDER BY e.n
      ON CONFLICT (event_id) DO NOTHING
      RETURNING event_id`,
-    [sorted.map((event) => event.eventId), sorted.map((event) => event.paymentId)],
-  );
+    values: [sorted.map((event) => event.eventId), sorted.map((event) => event.paymentId)],
+  });
   return new Set(rows.map((row) => row.event_id));
 }
 
@@ -97,12 +99,13 @@ async function moveToProcessing(
   events: readonly CreatedEvent[],
 ): Promise<Set<string>> {
   if (events.length === 0) return new Set();
-  const { rows } = await client.query<{ id: string }>(
-    `UPDATE payments SET status = 'processing', updated_at = now()
-      WHERE id = ANY($1::uuid[]) AND status = 'pending'
-     RETURNING id`,
-    [[...new Set(events.map((event) => event.paymentId))]],
-  );
+  const { rows } = await client.query<{ id: string }>({
+    name: 'intake.move-to-processing',
+    text: `UPDATE payments SET status = 'processing', updated_at = now()
+            WHERE id = ANY($1::uuid[]) AND status = 'pending'
+           RETURNING id`,
+    values: [[...new Set(events.map((event) => event.paymentId))]],
+  });
   return new Set(rows.map((row) => row.id));
 }
 
@@ -111,13 +114,14 @@ async function insertJobs(client: PoolClient, events: readonly CreatedEvent[]): 
   const onePerPayment = [...new Map(events.map((event) => [event.paymentId, event])).values()];
   if (onePerPayment.length === 0) return;
   const column = <T>(pick: (event: CreatedEvent) => T) => onePerPayment.map(pick);
-  await client.query(
-    `INSERT INTO settlement_jobs (payment_id, event_id, source_topic, source_partition,
+  await client.query({
+    name: 'intake.insert-jobs',
+    text: `INSERT INTO settlement_jobs (payment_id, event_id, source_topic, source_partition,
                                   source_offset, message_key, message_value)
      SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[], $5::text[], $6::text[],
                           $7::text[])
      ON CONFLICT (payment_id) DO NOTHING`,
-    [
+    values: [
       column((event) => event.paymentId),
       column((event) => event.eventId),
       column((event) => event.source.topic),
@@ -126,7 +130,7 @@ async function insertJobs(client: PoolClient, events: readonly CreatedEvent[]): 
       column((event) => event.source.key),
       column((event) => event.source.value),
     ],
-  );
+  });
 }
 
 /**

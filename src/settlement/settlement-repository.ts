@@ -33,6 +33,13 @@ export interface ClaimedJob {
 }
 
 /**
+ * When a pending job may be claimed: once it is due and its lease (if any) has ended. The
+ * expression of the settlement_jobs_claimable index (migration 0018), spelled the same here so
+ * the planner uses it: leased jobs sort last, so a claim reads only the jobs it takes.
+ */
+const CLAIMABLE_AT = 'greatest(next_attempt_at, coalesce(locked_until, next_attempt_at))';
+
+/**
  * Claims up to `limit` due jobs for `leaseMs` in one statement (FOR UPDATE SKIP LOCKED: several
  * workers never claim the same job) and counts the attempt durably before the acquirer is
  * called. A job that has used `maxAttempts` already is claimed `exhausted` without counting: its
@@ -62,14 +69,14 @@ export async function claimDueJobs(
     source_offset: string;
     message_key: string | null;
     message_value: string;
-  }>(
-    `UPDATE settlement_jobs j
+  }>({
+    name: 'settlement.claim-due-jobs',
+    text: `UPDATE settlement_jobs j
         SET attempts = CASE WHEN due.attempts < $3 THEN j.attempts + 1 ELSE j.attempts END,
             locked_until = now() + make_interval(secs => $2::double precision / 1000)
        FROM (SELECT payment_id, attempts FROM settlement_jobs
-              WHERE state = 'pending' AND next_attempt_at <= now()
-                AND (locked_until IS NULL OR locked_until <= now())
-              ORDER BY next_attempt_at LIMIT $1
+              WHERE state = 'pending' AND ${CLAIMABLE_AT} <= now()
+              ORDER BY ${CLAIMABLE_AT} LIMIT $1
               FOR UPDATE SKIP LOCKED) due,
             payments p
       WHERE j.payment_id = due.payment_id AND p.id = j.payment_id
@@ -77,8 +84,8 @@ export async function claimDueJobs(
                 j.last_error_class, j.last_error, p.amount, p.currency, p.source, p.created_at,
                 j.first_failure_at, j.source_topic, j.source_partition, j.source_offset,
                 j.message_key, j.message_value`,
-    [limit, leaseMs, maxAttempts],
-  );
+    values: [limit, leaseMs, maxAttempts],
+  });
   return rows.map((row) => ({
     paymentId: row.payment_id,
     eventId: row.event_id,
@@ -131,13 +138,14 @@ export async function completePayments(
   if (byPayment.size === 0) return new Set();
   const ids = [...byPayment.keys()].sort();
   return withTransaction(pool, async (client) => {
-    const { rows } = await client.query<PaymentRow>(
-      `UPDATE payments p SET status = d.status, failure_code = d.failure_code, updated_at = $4
+    const { rows } = await client.query<PaymentRow>({
+      name: 'settlement.complete-payments',
+      text: `UPDATE payments p SET status = d.status, failure_code = d.failure_code, updated_at = $4
          FROM unnest($1::uuid[], $2::text[], $3::text[]) AS d(id, status, failure_code)
         WHERE p.id = d.id AND p.status = 'processing'
        RETURNING p.id, p.amount, p.currency, p.source, p.description, p.metadata, p.status,
                  p.failure_code, p.created_at`,
-      [
+      values: [
         ids,
         ids.map((id) => byPayment.get(id)?.status),
         ids.map((id) => {
@@ -146,7 +154,7 @@ export async function completePayments(
         }),
         now,
       ],
-    );
+    });
     if (rows.length > 0) {
       const events = rows.map((row) => {
         const type: PaymentEventType =
@@ -159,14 +167,15 @@ export async function completePayments(
           trace: traceOf.get(row.id),
         };
       });
-      await client.query(
-        `INSERT INTO outbox (event_id, event_type, aggregate_id, topic, data, created_at,
+      await client.query({
+        name: 'settlement.insert-result-events',
+        text: `INSERT INTO outbox (event_id, event_type, aggregate_id, topic, data, created_at,
                              traceparent, tracestate)
          SELECT e.event_id, e.event_type, e.aggregate_id, $4, e.data, $5, e.traceparent,
                 e.tracestate
            FROM unnest($1::uuid[], $2::text[], $3::uuid[], $6::jsonb[], $7::text[], $8::text[])
                 AS e(event_id, event_type, aggregate_id, data, traceparent, tracestate)`,
-        [
+        values: [
           events.map((e) => e.eventId),
           events.map((e) => e.type),
           events.map((e) => e.paymentId),
@@ -176,9 +185,13 @@ export async function completePayments(
           events.map((e) => e.trace?.traceparent ?? null),
           events.map((e) => e.trace?.tracestate ?? null),
         ],
-      );
+      });
     }
-    await client.query('DELETE FROM settlement_jobs WHERE payment_id = ANY($1::uuid[])', [ids]);
+    await client.query({
+      name: 'settlement.delete-jobs',
+      text: 'DELETE FROM settlement_jobs WHERE payment_id = ANY($1::uuid[])',
+      values: [ids],
+    });
     return new Set(rows.map((row) => row.id));
   });
 }
@@ -250,9 +263,10 @@ export async function markDead(
 
 /** When the earliest pending job is due, to sleep exactly until then. */
 export async function nextDueAt(db: Queryable): Promise<Date | null> {
-  const { rows } = await db.query<{ due: Date | null }>(
-    `SELECT min(greatest(next_attempt_at, coalesce(locked_until, next_attempt_at))) AS due
-       FROM settlement_jobs WHERE state = 'pending'`,
-  );
+  const { rows } = await db.query<{ due: Date | null }>({
+    name: 'settlement.next-due-at',
+    text: `SELECT ${CLAIMABLE_AT} AS due FROM settlement_jobs
+            WHERE state = 'pending' ORDER BY ${CLAIMABLE_AT} LIMIT 1`,
+  });
   return rows[0]?.due ?? null;
 }

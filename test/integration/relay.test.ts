@@ -306,11 +306,13 @@ describe('outbox relay (real Postgres, real Kafka)', () => {
   it('when idle, then the loop waits for the poll instead of spinning', async () => {
     let claims = 0;
     const counting: Queryable = {
-      query: ((text: string, values?: unknown[]) => {
+      // The claim is a named statement: its text comes inside the query config.
+      query: ((query: string | { text: string }, values?: unknown[]) => {
+        const text = typeof query === 'string' ? query : query.text;
         if (text.includes('FOR UPDATE SKIP LOCKED') && text.includes('locked_until = now()')) {
           claims++;
         }
-        return db.pool.query(text, values);
+        return db.pool.query(query, values);
       }) as Queryable['query'],
     };
     const r = relay({ db: counting }, { RELAY_POLL_INTERVAL_MS: 200 });
