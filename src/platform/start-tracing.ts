@@ -1,5 +1,3 @@
-import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { OTLPTraceExporter as OtlpProtobufExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { registerInstrumentations, type Instrumentation } from '@opentelemetry/instrumentation';
 import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
@@ -23,6 +21,7 @@ import {
   type InstrumentationName,
   type TraceExporterName,
 } from './tracing-env.js';
+import { WorkerOtlpExporter } from './worker-otlp-exporter.js';
 
 export interface TracingHandle {
   /** Flushes the spans still queued and stops the provider. */
@@ -41,7 +40,8 @@ export interface TracingOptions {
  *   both exporters (`otlp,console`), and an exporter this build does not ship stops the start;
  * - OTEL_TRACES_EXPORTER=otlp: OTLP over HTTP (OTEL_EXPORTER_OTLP_ENDPOINT or
  *   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, default http://localhost:4318), batched, protobuf unless
- *   OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL says http/json (otlpProtocol);
+ *   OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL says http/json (otlpProtocol), sent from a worker
+ *   thread (WorkerOtlpExporter);
  * - OTEL_TRACES_EXPORTER=console: spans printed to stdout (debugging);
  * - OTEL_TRACES_SAMPLER/OTEL_TRACES_SAMPLER_ARG: read by the SDK (default parentbased_always_on),
  *   checked first (checkSamplerSettings: the SDK would fall back to sampling everything);
@@ -97,7 +97,5 @@ function instrumentation(name: InstrumentationName): Instrumentation {
 
 function spanProcessor(name: TraceExporterName, env: NodeJS.ProcessEnv): BatchSpanProcessor {
   if (name === 'console') return new BatchSpanProcessor(new ConsoleSpanExporter());
-  return new BatchSpanProcessor(
-    otlpProtocol(env) === 'http/json' ? new OtlpJsonExporter() : new OtlpProtobufExporter(),
-  );
+  return new BatchSpanProcessor(new WorkerOtlpExporter(otlpProtocol(env)));
 }

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { readdir } from 'node:fs/promises';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Socket } from 'node:net';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -129,6 +130,51 @@ describe('process entry points', () => {
       expect(lines[0]).toContain(line);
     },
   );
+
+  it('when tracing exports over OTLP, then the API process sends its spans to the collector from its export thread, and SIGTERM flushes them', async () => {
+    const bodies: Buffer[] = [];
+    const collector = createHttpServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        if (req.url === '/v1/traces') bodies.push(Buffer.concat(chunks));
+        res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+    const { port } = collector.address() as { port: number };
+    try {
+      const preload = ['--import', path.join(REPO_ROOT, 'dist/platform/register-tracing.js')];
+      const proc = startProcess(
+        'apps/api/main.js',
+        processEnv({
+          OTEL_TRACES_EXPORTER: 'otlp',
+          OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `http://127.0.0.1:${port}/v1/traces`,
+        }),
+        preload,
+      );
+      const listening = await proc.waitForLog('api listening');
+      const res = await fetch(`http://127.0.0.1:${String(listening.port)}/payments/x`);
+      expect(res.status).toBe(401);
+
+      proc.child.kill('SIGTERM');
+      const result = await proc.exited;
+      expect(result.code).toBe(0);
+      expect(result.stdout).not.toContain('the last spans were dropped');
+      // Protobuf keeps strings as they are: the request's server span (its url.path) and the
+      // service's name are in what was sent.
+      const sent = Buffer.concat(bodies);
+      expect(sent.includes('/payments/x')).toBe(true);
+      expect(sent.includes('payments-api')).toBe(true);
+    } finally {
+      collector.closeAllConnections();
+      await new Promise<void>((resolve) =>
+        collector.close(() => {
+          resolve();
+        }),
+      );
+    }
+  });
 
   it('when the tracing collector accepts connections and never answers, then SIGTERM still exits 0 within seconds, with one line about the dropped spans', async () => {
     // The collector that hangs: accepts, reads, never answers.
