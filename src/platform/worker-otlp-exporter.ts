@@ -51,7 +51,7 @@ type FromWorker =
  * cost the API: every export's HTTP client request ran through the same Node stream, socket and
  * http code as the server's responses, and its different object shapes deoptimized that hot
  * code once per export. A worker has its own isolate, so the server's code stays as optimized
- * as with tracing off. The thread is unreferenced: it never holds the process open.
+ * as with tracing off. The thread holds the process open only while a batch is out.
  */
 export class WorkerOtlpExporter implements SpanExporter {
   readonly #protocol: OtlpProtocol;
@@ -60,6 +60,7 @@ export class WorkerOtlpExporter implements SpanExporter {
   #worker: Worker | undefined;
   #nextId = 0;
   #stopped = false;
+  #onShutDown: (() => void) | undefined;
 
   constructor(protocol: OtlpProtocol) {
     this.#protocol = protocol;
@@ -81,9 +82,14 @@ export class WorkerOtlpExporter implements SpanExporter {
       return;
     }
     const id = ++this.#nextId;
+    const worker = this.#thread();
     this.#pending.set(id, done);
+    // While a batch is out the thread holds the process open, as the stock exporter's request
+    // did: a CLI that ends right after its last span still sends it (bounded by the OTLP
+    // timeout). Idle, it never does.
+    if (this.#pending.size === 1) worker.ref();
     // Copied, not transferred: the serializer's bytes may be a view into a pooled buffer.
-    this.#thread().postMessage({ type: 'export', id, body });
+    worker.postMessage({ type: 'export', id, body });
   }
 
   /** Resolves when every export posted so far has been answered. */
@@ -99,12 +105,7 @@ export class WorkerOtlpExporter implements SpanExporter {
     if (!worker) return;
     await this.forceFlush();
     const shutDown = new Promise<void>((resolve) => {
-      worker.on('message', (message: FromWorker) => {
-        if (message.type === 'shut-down') resolve();
-      });
-      worker.once('exit', () => {
-        resolve();
-      });
+      this.#onShutDown = resolve;
     });
     worker.postMessage({ type: 'shutdown' });
     await shutDown;
@@ -124,15 +125,18 @@ export class WorkerOtlpExporter implements SpanExporter {
         transformer: require.resolve('@opentelemetry/otlp-transformer'),
       },
     });
-    worker.unref();
     worker.on('message', (message: FromWorker) => {
-      if (message.type !== 'exported') return;
+      if (message.type === 'shut-down') {
+        this.#onShutDown?.();
+        return;
+      }
       const error = message.error === undefined ? undefined : new Error(message.error);
       this.#answer(message.id, { code: message.code, error });
     });
     // A thread that dies fails what it held; the next export starts a new one.
     const lost = (error: Error) => {
       if (this.#worker === worker) this.#worker = undefined;
+      this.#onShutDown?.();
       for (const id of [...this.#pending.keys()]) {
         this.#answer(id, { code: ExportResultCode.FAILED, error });
       }
@@ -141,6 +145,8 @@ export class WorkerOtlpExporter implements SpanExporter {
     worker.on('exit', (code) => {
       lost(new Error(`the OTLP export thread exited (code ${String(code)})`));
     });
+    // After the listeners: adding a 'message' listener references the thread again.
+    worker.unref();
     this.#worker = worker;
     return worker;
   }
@@ -151,6 +157,7 @@ export class WorkerOtlpExporter implements SpanExporter {
     this.#pending.delete(id);
     done(result);
     if (this.#pending.size === 0) {
+      this.#worker?.unref();
       for (const resolve of this.#idleWaiters.splice(0)) resolve();
     }
   }

@@ -3,6 +3,7 @@ import { readdir } from 'node:fs/promises';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Socket } from 'node:net';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../src/merchants/api-key.js';
 import { REPO_ROOT } from '../support/services.js';
@@ -166,6 +167,72 @@ describe('process entry points', () => {
       const sent = Buffer.concat(bodies);
       expect(sent.includes('/payments/x')).toBe(true);
       expect(sent.includes('payments-api')).toBe(true);
+    } finally {
+      collector.closeAllConnections();
+      await new Promise<void>((resolve) =>
+        collector.close(() => {
+          resolve();
+        }),
+      );
+    }
+  });
+
+  it('when a short-lived traced process ends after its export thread started, then it exits by itself and its last span still reaches the collector', async () => {
+    const bodies: Buffer[] = [];
+    const collector = createHttpServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        bodies.push(Buffer.concat(chunks));
+        res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+    const { port } = collector.address() as { port: number };
+    // What a CLI does: a span, a pause long enough for a scheduled export (the thread starts
+    // and goes idle), a last span, then nothing left to do.
+    const tracing = pathToFileURL(path.join(REPO_ROOT, 'dist/platform/tracing.js')).href;
+    const script = [
+      `import { tracer } from ${JSON.stringify(tracing)};`,
+      `tracer.startSpan('first-cli-span').end();`,
+      `await new Promise((resolve) => setTimeout(resolve, 600));`,
+      `tracer.startSpan('last-cli-span').end();`,
+    ].join('\n');
+    try {
+      const child = spawn(
+        process.execPath,
+        [
+          '--import',
+          path.join(REPO_ROOT, 'dist/platform/register-tracing.js'),
+          '--input-type=module',
+          '-e',
+          script,
+        ],
+        {
+          cwd: REPO_ROOT,
+          env: {
+            PATH: process.env.PATH ?? '',
+            OTEL_TRACES_EXPORTER: 'otlp',
+            OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `http://127.0.0.1:${port}/v1/traces`,
+            OTEL_BSP_SCHEDULE_DELAY: '100',
+          },
+          stdio: 'ignore',
+        },
+      );
+      const started = Date.now();
+      const exit = await new Promise<number | string | null>((resolve) => {
+        const killer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+        child.on('exit', (code, signal) => {
+          clearTimeout(killer);
+          resolve(code ?? signal);
+        });
+      });
+
+      expect(exit).toBe(0);
+      expect(Date.now() - started).toBeLessThan(10_000);
+      expect(bodies.length).toBeGreaterThanOrEqual(2);
+      expect(Buffer.concat(bodies).includes('first-cli-span')).toBe(true);
+      expect(Buffer.concat(bodies).includes('last-cli-span')).toBe(true);
     } finally {
       collector.closeAllConnections();
       await new Promise<void>((resolve) =>
