@@ -70,6 +70,51 @@ function processEnv(overrides: Record<string, string> = {}): Record<string, stri
   };
 }
 
+/** An OTLP collector on a free port: answers 200 and keeps every request's body. */
+async function recordingCollector() {
+  const bodies: Buffer[] = [];
+  const server = createHttpServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      bodies.push(Buffer.concat(chunks));
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    port,
+    /** Everything received so far, as one buffer (protobuf keeps strings as they are). */
+    sent: () => Buffer.concat(bodies),
+    requests: () => bodies.length,
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((resolve) =>
+        server.close(() => {
+          resolve();
+        }),
+      );
+    },
+  };
+}
+
+/** The API exporting spans over OTLP to `collectorPort`, after one traced request (401: no key). */
+async function tracedApiAfterOneRequest(collectorPort: number) {
+  const proc = startProcess(
+    'apps/api/main.js',
+    processEnv({
+      OTEL_TRACES_EXPORTER: 'otlp',
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `http://127.0.0.1:${String(collectorPort)}/v1/traces`,
+    }),
+    ['--import', path.join(REPO_ROOT, 'dist/platform/register-tracing.js')],
+  );
+  const listening = await proc.waitForLog('api listening');
+  const res = await fetch(`http://127.0.0.1:${String(listening.port)}/payments/x`);
+  expect(res.status).toBe(401);
+  return proc;
+}
+
 describe('process entry points', () => {
   it.each([
     [
@@ -133,62 +178,24 @@ describe('process entry points', () => {
   );
 
   it('when tracing exports over OTLP, then the API process sends its spans to the collector from its export thread, and SIGTERM flushes them', async () => {
-    const bodies: Buffer[] = [];
-    const collector = createHttpServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (chunk: Buffer) => chunks.push(chunk));
-      req.on('end', () => {
-        if (req.url === '/v1/traces') bodies.push(Buffer.concat(chunks));
-        res.writeHead(200).end();
-      });
-    });
-    await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
-    const { port } = collector.address() as { port: number };
+    const collector = await recordingCollector();
     try {
-      const preload = ['--import', path.join(REPO_ROOT, 'dist/platform/register-tracing.js')];
-      const proc = startProcess(
-        'apps/api/main.js',
-        processEnv({
-          OTEL_TRACES_EXPORTER: 'otlp',
-          OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `http://127.0.0.1:${port}/v1/traces`,
-        }),
-        preload,
-      );
-      const listening = await proc.waitForLog('api listening');
-      const res = await fetch(`http://127.0.0.1:${String(listening.port)}/payments/x`);
-      expect(res.status).toBe(401);
+      const proc = await tracedApiAfterOneRequest(collector.port);
 
       proc.child.kill('SIGTERM');
       const result = await proc.exited;
       expect(result.code).toBe(0);
       expect(result.stdout).not.toContain('the last spans were dropped');
-      // Protobuf keeps strings as they are: the request's server span (its url.path) and the
-      // service's name are in what was sent.
-      const sent = Buffer.concat(bodies);
-      expect(sent.includes('/payments/x')).toBe(true);
-      expect(sent.includes('payments-api')).toBe(true);
+      // The request's server span (its url.path) and the service's name were sent.
+      expect(collector.sent().includes('/payments/x')).toBe(true);
+      expect(collector.sent().includes('payments-api')).toBe(true);
     } finally {
-      collector.closeAllConnections();
-      await new Promise<void>((resolve) =>
-        collector.close(() => {
-          resolve();
-        }),
-      );
+      await collector.close();
     }
   });
 
   it('when a short-lived traced process ends after its export thread started, then it exits by itself and its last span still reaches the collector', async () => {
-    const bodies: Buffer[] = [];
-    const collector = createHttpServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (chunk: Buffer) => chunks.push(chunk));
-      req.on('end', () => {
-        bodies.push(Buffer.concat(chunks));
-        res.writeHead(200).end();
-      });
-    });
-    await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
-    const { port } = collector.address() as { port: number };
+    const collector = await recordingCollector();
     // What a CLI does: a span, a pause long enough for a scheduled export (the thread starts
     // and goes idle), a last span, then nothing left to do.
     const tracing = pathToFileURL(path.join(REPO_ROOT, 'dist/platform/tracing.js')).href;
@@ -213,7 +220,7 @@ describe('process entry points', () => {
           env: {
             PATH: process.env.PATH ?? '',
             OTEL_TRACES_EXPORTER: 'otlp',
-            OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `http://127.0.0.1:${port}/v1/traces`,
+            OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `http://127.0.0.1:${String(collector.port)}/v1/traces`,
             OTEL_BSP_SCHEDULE_DELAY: '100',
           },
           stdio: 'ignore',
@@ -230,16 +237,11 @@ describe('process entry points', () => {
 
       expect(exit).toBe(0);
       expect(Date.now() - started).toBeLessThan(10_000);
-      expect(bodies.length).toBeGreaterThanOrEqual(2);
-      expect(Buffer.concat(bodies).includes('first-cli-span')).toBe(true);
-      expect(Buffer.concat(bodies).includes('last-cli-span')).toBe(true);
+      expect(collector.requests()).toBeGreaterThanOrEqual(2);
+      expect(collector.sent().includes('first-cli-span')).toBe(true);
+      expect(collector.sent().includes('last-cli-span')).toBe(true);
     } finally {
-      collector.closeAllConnections();
-      await new Promise<void>((resolve) =>
-        collector.close(() => {
-          resolve();
-        }),
-      );
+      await collector.close();
     }
   });
 
@@ -253,19 +255,8 @@ describe('process entry points', () => {
     await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
     const { port } = collector.address() as { port: number };
     try {
-      const preload = ['--import', path.join(REPO_ROOT, 'dist/platform/register-tracing.js')];
-      const proc = startProcess(
-        'apps/api/main.js',
-        processEnv({
-          OTEL_TRACES_EXPORTER: 'otlp',
-          OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `http://127.0.0.1:${port}/v1/traces`,
-        }),
-        preload,
-      );
-      const listening = await proc.waitForLog('api listening');
-      // One traced request (401: no key), so the shutdown has a span to flush.
-      const res = await fetch(`http://127.0.0.1:${String(listening.port)}/payments/x`);
-      expect(res.status).toBe(401);
+      // One traced request, so the shutdown has a span to flush.
+      const proc = await tracedApiAfterOneRequest(port);
 
       const started = Date.now();
       proc.child.kill('SIGTERM');
