@@ -1,10 +1,12 @@
 import { ConfigError, loadConfig } from '../platform/config.js';
 import { createLogger } from '../platform/logger.js';
 import { startInternalServer } from '../platform/internal-server.js';
+import { createOutageLog } from '../platform/outage-log.js';
 import { createPlatform } from '../platform/platform.js';
 import { guardLogin } from '../platform/privileged-login.js';
 import { checkReadiness } from '../platform/readiness.js';
 import { registerShutdown } from '../platform/shutdown.js';
+import { logSpanExportOutages } from '../platform/tracing.js';
 import { startApi } from './api/start-api.js';
 import { startRelay } from './relay/start-relay.js';
 import type { RunningRole } from './running-role.js';
@@ -29,6 +31,7 @@ export async function runRoles(roles: readonly RoleName[]): Promise<void> {
     throw error;
   }
   const logger = createLogger(config, { service: 'payments', roles: roles.join(',') });
+  logSpanExportOutages(createOutageLog('otlp collector', logger, config.OUTAGE_LOG_INTERVAL_MS));
   // Only the relay and settlement talk to Kafka; the API alone never connects to it.
   const platform = await createPlatform(config, logger, {
     kafka: roles.some((role) => role !== 'api'),

@@ -7,6 +7,7 @@ import {
   type Span,
   type SpanOptions,
 } from '@opentelemetry/api';
+import type { OutageLog } from './outage-log.js';
 
 /**
  * The service's tracer. A proxy: until start-tracing registers a provider (tracing off, the
@@ -72,6 +73,24 @@ export function activeTraceIds(): { trace_id?: string; span_id?: string } {
   // A sampled-out span has ids too; logging them would point at a trace that was never kept.
   if ((traceFlags & 1) === 0) return {};
   return { trace_id: traceId, span_id: spanId };
+}
+
+/** Where span exports' outcomes go once the process has a logger (logSpanExportOutages). */
+let exportOutage: Pick<OutageLog, 'failed' | 'succeeded'> | undefined;
+
+/**
+ * Called by the composition root once its logger exists: from then on a collector that refuses
+ * or cannot be reached is logged as an outage (a warning, a reminder per interval, a line when
+ * exports succeed again) instead of the SDK's silent drop. Nothing is logged with tracing off.
+ */
+export function logSpanExportOutages(outage: Pick<OutageLog, 'failed' | 'succeeded'>): void {
+  exportOutage = outage;
+}
+
+/** The OTLP exporter's report of one batch: undefined when the collector took it. */
+export function reportSpanExport(error: Error | undefined): void {
+  if (error) exportOutage?.failed(error);
+  else exportOutage?.succeeded();
 }
 
 let stopProvider: (() => Promise<void>) | undefined;

@@ -4,6 +4,7 @@ import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import { JsonTraceSerializer, ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { OtlpProtocol } from './tracing-env.js';
+import { reportSpanExport } from './tracing.js';
 
 const require = createRequire(import.meta.url);
 
@@ -130,7 +131,11 @@ export class WorkerOtlpExporter implements SpanExporter {
         this.#onShutDown?.();
         return;
       }
-      const error = message.error === undefined ? undefined : new Error(message.error);
+      const failed = message.code !== ExportResultCode.SUCCESS;
+      const error = failed
+        ? new Error(message.error ?? 'the collector refused the spans')
+        : undefined;
+      reportSpanExport(error);
       this.#answer(message.id, { code: message.code, error });
     });
     // A thread that dies fails what it held; the next export starts a new one.

@@ -4,7 +4,7 @@ import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Socket } from 'node:net';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { hashApiKey } from '../../src/merchants/api-key.js';
 import { REPO_ROOT } from '../support/services.js';
 import { createTestDatabase, testConfig } from '../support/isolation.js';
@@ -70,15 +70,16 @@ function processEnv(overrides: Record<string, string> = {}): Record<string, stri
   };
 }
 
-/** An OTLP collector on a free port: answers 200 and keeps every request's body. */
+/** An OTLP collector on a free port: answers 200 (or `answerWith`) and keeps every body. */
 async function recordingCollector() {
   const bodies: Buffer[] = [];
+  let status = 200;
   const server = createHttpServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       bodies.push(Buffer.concat(chunks));
-      res.writeHead(200).end();
+      res.writeHead(status).end();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -88,6 +89,9 @@ async function recordingCollector() {
     /** Everything received so far, as one buffer (protobuf keeps strings as they are). */
     sent: () => Buffer.concat(bodies),
     requests: () => bodies.length,
+    answerWith: (code: number) => {
+      status = code;
+    },
     close: () => {
       server.closeAllConnections();
       return new Promise<void>((resolve) =>
@@ -100,19 +104,24 @@ async function recordingCollector() {
 }
 
 /** The API exporting spans over OTLP to `collectorPort`, after one traced request (401: no key). */
-async function tracedApiAfterOneRequest(collectorPort: number) {
+async function tracedApiAfterOneRequest(collectorPort: number, env: Record<string, string> = {}) {
   const proc = startProcess(
     'apps/api/main.js',
     processEnv({
       OTEL_TRACES_EXPORTER: 'otlp',
       OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `http://127.0.0.1:${String(collectorPort)}/v1/traces`,
+      ...env,
     }),
     ['--import', path.join(REPO_ROOT, 'dist/platform/register-tracing.js')],
   );
   const listening = await proc.waitForLog('api listening');
-  const res = await fetch(`http://127.0.0.1:${String(listening.port)}/payments/x`);
-  expect(res.status).toBe(401);
-  return proc;
+  /** One traced request; its span is exported with the next batch. */
+  const request = async () => {
+    const res = await fetch(`http://127.0.0.1:${String(listening.port)}/payments/x`);
+    expect(res.status).toBe(401);
+  };
+  await request();
+  return { ...proc, request };
 }
 
 describe('process entry points', () => {
@@ -189,6 +198,38 @@ describe('process entry points', () => {
       // The request's server span (its url.path) and the service's name were sent.
       expect(collector.sent().includes('/payments/x')).toBe(true);
       expect(collector.sent().includes('payments-api')).toBe(true);
+    } finally {
+      await collector.close();
+    }
+  });
+
+  it('when the collector refuses spans for a while, then the API logs one outage warning however many batches fail, and one line when exports succeed again', async () => {
+    const collector = await recordingCollector();
+    collector.answerWith(400);
+    try {
+      const proc = await tracedApiAfterOneRequest(collector.port, {
+        OTEL_BSP_SCHEDULE_DELAY: '50',
+        OUTAGE_LOG_INTERVAL_MS: '60000',
+      });
+      await proc.waitForLog('otlp collector unavailable');
+      // More refused batches: one request, then its batch, at a time.
+      for (let i = 0; i < 3; i++) {
+        const before = collector.requests();
+        await proc.request();
+        await vi.waitUntil(() => collector.requests() > before, { timeout: 5_000 });
+      }
+      collector.answerWith(200);
+      await proc.request();
+      await proc.waitForLog('otlp collector available again');
+
+      proc.child.kill('SIGTERM');
+      const result = await proc.exited;
+      expect(result.code).toBe(0);
+      expect(collector.requests()).toBeGreaterThanOrEqual(5);
+      const warnings = result.stdout
+        .split('\n')
+        .filter((line) => line.includes('"msg":"otlp collector unavailable"'));
+      expect(warnings).toHaveLength(1);
     } finally {
       await collector.close();
     }

@@ -7,6 +7,7 @@ import {
   type ReadableSpan,
 } from '@opentelemetry/sdk-trace-base';
 import { afterEach, describe, expect, it } from 'vitest';
+import { logSpanExportOutages } from '../../src/platform/tracing.js';
 import type { OtlpProtocol } from '../../src/platform/tracing-env.js';
 import { WorkerOtlpExporter } from '../../src/platform/worker-otlp-exporter.js';
 
@@ -117,19 +118,30 @@ describe('WorkerOtlpExporter', () => {
     expect(names.sort()).toEqual(['a', 'b', 'c']);
   });
 
-  it('when the collector refuses the batch, then the export fails (and the next one still goes out)', async () => {
+  it('when the collector refuses the batch, then the export fails and is reported as an outage, and the next accepted one ends it', async () => {
     let status = 400;
     const sink = await collector((res) => res.writeHead(status).end());
     cleanups.push(sink.close);
     const exporter = exporterFor(sink.endpoint, 'http/protobuf');
+    const outcomes: string[] = [];
+    logSpanExportOutages({
+      failed: (error) => outcomes.push(`failed: ${error instanceof Error ? 'Error' : 'other'}`),
+      succeeded: () => outcomes.push('succeeded'),
+    });
+    cleanups.push(() => {
+      logSpanExportOutages({ failed: () => undefined, succeeded: () => undefined });
+      return Promise.resolve();
+    });
 
     const refused = await exportOnce(exporter, finishedSpans('refused'));
     status = 200;
     const accepted = await exportOnce(exporter, finishedSpans('accepted'));
 
     expect(refused.code).toBe(ExportResultCode.FAILED);
+    expect(refused.error).toBeInstanceOf(Error);
     expect(accepted.code).toBe(ExportResultCode.SUCCESS);
     expect(sink.received).toHaveLength(2);
+    expect(outcomes).toEqual(['failed: Error', 'succeeded']);
   });
 
   it('when the collector accepts and never answers, then the export fails at the OTLP timeout and shutdown returns', async () => {
