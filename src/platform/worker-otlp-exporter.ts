@@ -56,6 +56,7 @@ type FromWorker =
  */
 export class WorkerOtlpExporter implements SpanExporter {
   readonly #protocol: OtlpProtocol;
+  readonly #serializer: typeof ProtobufTraceSerializer;
   readonly #pending = new Map<number, (result: ExportResult) => void>();
   readonly #idleWaiters: (() => void)[] = [];
   #worker: Worker | undefined;
@@ -65,6 +66,7 @@ export class WorkerOtlpExporter implements SpanExporter {
 
   constructor(protocol: OtlpProtocol) {
     this.#protocol = protocol;
+    this.#serializer = protocol === 'http/json' ? JsonTraceSerializer : ProtobufTraceSerializer;
   }
 
   export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
@@ -72,9 +74,7 @@ export class WorkerOtlpExporter implements SpanExporter {
       done({ code: ExportResultCode.FAILED, error: new Error('the exporter is shut down') });
       return;
     }
-    const serializer =
-      this.#protocol === 'http/json' ? JsonTraceSerializer : ProtobufTraceSerializer;
-    const body = serializer.serializeRequest(spans);
+    const body = this.#serializer.serializeRequest(spans);
     if (body === undefined) {
       done({
         code: ExportResultCode.FAILED,
