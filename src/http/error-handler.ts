@@ -7,14 +7,25 @@ import { sendProblem } from './problem.js';
 
 /** The `type` of the error the body parser's verify step throws for bytes that are not UTF-8. */
 export const INVALID_UTF8 = 'entity.utf8.invalid';
+/** The `type` of the error it throws for an object with a member name twice; `member` names it. */
+export const DUPLICATE_MEMBER = 'entity.member.duplicate';
 
 /** body-parser's error types, translated to the contract's codes. */
-function fromBodyParser(error: { type?: unknown; status?: unknown }): ApiError | null {
+function fromBodyParser(error: {
+  type?: unknown;
+  status?: unknown;
+  member?: unknown;
+}): ApiError | null {
   switch (error.type) {
     case 'entity.too.large':
       return new ApiError('payload_too_large', 'The request body exceeds the size limit.');
     case 'entity.parse.failed':
       return new ApiError('malformed_json', 'The request body is not valid JSON.');
+    case DUPLICATE_MEMBER:
+      return new ApiError(
+        'malformed_json',
+        `The request body has the member ${quoted(error.member)} more than once in one object.`,
+      );
     case INVALID_UTF8:
       return new ApiError('invalid_encoding', 'The request body is not valid UTF-8.');
     case 'charset.unsupported':
@@ -27,6 +38,12 @@ function fromBodyParser(error: { type?: unknown; status?: unknown }): ApiError |
       }
       return null;
   }
+}
+
+/** A client-chosen name in a problem's detail: JSON-quoted, and cut to a readable length. */
+function quoted(name: unknown): string {
+  const text = String(name);
+  return JSON.stringify(text.length > 64 ? `${text.slice(0, 64)}...` : text);
 }
 
 /** A component's refusal as the contract's problem: the code picks the status (ERRORS). */

@@ -4,7 +4,8 @@ import type { z } from 'zod';
 import { parseIdempotencyKey } from '../idempotency/idempotency-key-header.js';
 import type { Merchant } from '../merchants/merchant-repository.js';
 import { ApiError } from '../http/api-error.js';
-import { INVALID_UTF8 } from '../http/error-handler.js';
+import { duplicateJsonMember } from '../http/duplicate-json-member.js';
+import { DUPLICATE_MEMBER, INVALID_UTF8 } from '../http/error-handler.js';
 import type { Queryable } from '../platform/db.js';
 import type { CreatePayment } from './create-payment.js';
 import { toPaymentResource } from './payment-resource.js';
@@ -104,10 +105,19 @@ export function jsonBody(limitBytes: number) {
     type: () => true,
     // body-parser turns an empty body into {}; remember the size so it can be refused instead.
     // Bytes that are not UTF-8 would be decoded to U+FFFD and stored: refuse them instead.
+    // A member name twice in one object is refused too: JSON.parse would keep the last value
+    // silently (duplicate-json-member.ts).
     verify: (_req, res, buffer) => {
       (res as unknown as Response).locals.bodyBytes = buffer.length;
       if (!isUtf8(buffer)) {
         throw Object.assign(new Error('request body is not valid UTF-8'), { type: INVALID_UTF8 });
+      }
+      const member = duplicateJsonMember(buffer.toString('utf8'));
+      if (member !== null) {
+        throw Object.assign(new Error('request body has a duplicate member name'), {
+          type: DUPLICATE_MEMBER,
+          member,
+        });
       }
     },
   });

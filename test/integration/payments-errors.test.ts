@@ -75,6 +75,18 @@ describe('400', () => {
   );
 
   it.each([
+    ['{"amount":100,"amount":100000,"currency":"EUR"}', 'amount'],
+    ['{"amount":1000,"currency":"EUR","metadata":{"order":"1","\\u006frder":"2"}}', 'order'],
+  ])(
+    'when the body %j has a member name twice, then malformed_json naming it',
+    async (rawBody, name) => {
+      const res = await rejected({ rawBody });
+      expectProblem(res, 400, 'malformed_json');
+      expect(res.json.detail).toContain(`"${name}"`);
+    },
+  );
+
+  it.each([
     [{ amount: 0, currency: 'EUR' }, 'amount'],
     [{ amount: 100000000, currency: 'EUR' }, 'amount'],
     [{ amount: 10.5, currency: 'EUR' }, 'amount'],

@@ -129,6 +129,19 @@ describe('POST /payments/{id}/refunds', () => {
     expect(paths).toEqual(['amount', 'extra', 'reason']);
   });
 
+  it('when the body names the amount twice, then 400 malformed_json and nothing is written', async () => {
+    const paymentId = await settledPayment(api, db, apiKey, { amount: 1000 });
+    const res = await postRefund(api, {
+      apiKey,
+      paymentId,
+      rawBody: '{"amount":100,"amount":1000}',
+    });
+    expect(res.status).toBe(400);
+    expect(res.json).toMatchObject({ code: 'malformed_json' });
+    expect(res.json.detail).toContain('"amount"');
+    expect(await refundFacts(db, paymentId)).toMatchObject({ refunds: 0, amount_refunded: 0 });
+  });
+
   it('when a key is replayed, then the same bytes with Idempotent-Replayed; another body or endpoint is 422', async () => {
     const paymentId = await settledPayment(api, db, apiKey);
     const first = await postRefund(api, { apiKey, paymentId, key: 'r-1', body: { amount: 100 } });

@@ -9,6 +9,8 @@ export async function postRefund(
     paymentId: string;
     key?: string;
     body?: unknown;
+    /** Sent as is instead of `body` (bodies JSON.stringify cannot produce). */
+    rawBody?: string;
     headers?: Record<string, string>;
   },
 ): Promise<Answer> {
@@ -20,7 +22,7 @@ export async function postRefund(
       'content-type': 'application/json',
       ...options.headers,
     },
-    body: JSON.stringify(options.body ?? {}),
+    body: options.rawBody ?? JSON.stringify(options.body ?? {}),
   });
   const text = await res.text();
   let json: Record<string, unknown> = {};
