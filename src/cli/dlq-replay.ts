@@ -45,4 +45,4 @@ async function main(): Promise<void> {
   }
 }
 
-await runCli('dlq:replay', main);
+await runCli('dlq:replay', USAGE, main);

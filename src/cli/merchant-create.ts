@@ -40,4 +40,4 @@ async function main(): Promise<void> {
   });
 }
 
-await runCli('merchant:create', main);
+await runCli('merchant:create', USAGE, main);

@@ -103,4 +103,4 @@ async function main(): Promise<void> {
   }
 }
 
-await runCli('merchant:key', main);
+await runCli('merchant:key', USAGE, main);

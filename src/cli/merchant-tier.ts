@@ -80,4 +80,4 @@ async function main(): Promise<void> {
   print({ id: merchant, tier });
 }
 
-await runCli('merchant:tier', main);
+await runCli('merchant:tier', USAGE, main);

@@ -5,9 +5,19 @@ export class UsageError extends Error {}
 
 /**
  * Runs a command's `main`: a bad setting or a wrong command line prints its one line; anything
- * else prints `<name> failed: <message>`. Either way the exit code is 1.
+ * else prints `<name> failed: <message>`. Either way the exit code is 1. `--help` (or `-h`)
+ * anywhere on the command line prints `usage` and exits 0 before `main` connects to anything.
  */
-export async function runCli(name: string, main: () => Promise<void>): Promise<void> {
+export async function runCli(
+  name: string,
+  usage: string,
+  main: () => Promise<void>,
+): Promise<void> {
+  const args = process.argv.slice(2);
+  if (args.includes('--help') || args.includes('-h')) {
+    process.stdout.write(`${usage}\n`);
+    return;
+  }
   try {
     await main();
   } catch (error) {

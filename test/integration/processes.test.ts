@@ -447,4 +447,66 @@ describe('process entry points', () => {
     expect(code).toBe(1);
     expect(stderr.trim()).toBe('usage: dlq:replay -- --event-id <uuid> | --all');
   });
+
+  it.each([
+    ['migrate', ['--help']],
+    ['merchant-create', ['--help']],
+    ['merchant-key', ['create', '-h']],
+    ['merchant-tier', ['--list', '--help']],
+    ['dlq-replay', ['--help']],
+  ])(
+    'when %s gets %j, then it prints its usage and exits 0 without touching the database',
+    async (command, args) => {
+      const db = await createTestDatabase({ migrated: false });
+      try {
+        const result = await runCommand(command, args, processEnv({ DATABASE_URL: db.url }));
+        expect(result.code).toBe(0);
+        expect(result.stdout).toMatch(/^usage: /);
+        expect(result.stderr).toBe('');
+        const tables = await db.pool.query("SELECT 1 FROM pg_tables WHERE schemaname = 'public'");
+        expect(tables.rowCount).toBe(0);
+      } finally {
+        await db.drop();
+      }
+    },
+  );
+
+  it('when migrate gets an argument it does not have, then it exits 1 with its usage and migrates nothing', async () => {
+    const db = await createTestDatabase({ migrated: false });
+    try {
+      const result = await runCommand(
+        'migrate',
+        ['--dry-run'],
+        processEnv({ DATABASE_URL: db.url }),
+      );
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(/^usage: migrate/);
+      const tables = await db.pool.query("SELECT 1 FROM pg_tables WHERE schemaname = 'public'");
+      expect(tables.rowCount).toBe(0);
+    } finally {
+      await db.drop();
+    }
+  });
 });
+
+/** Runs `dist/cli/<command>.js` with `args` to its end. */
+async function runCommand(
+  command: string,
+  args: string[],
+  env: Record<string, string>,
+): Promise<Exited> {
+  const child = spawn(
+    process.execPath,
+    [path.join(REPO_ROOT, 'dist/cli', `${command}.js`), ...args],
+    {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  return { code, stdout, stderr };
+}

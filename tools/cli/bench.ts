@@ -492,4 +492,4 @@ async function main(): Promise<void> {
   process.stdout.write(`report: ${path.relative(ROOT, base)}.{md,json,svg${png ? ',png' : ''}}\n`);
 }
 
-await runCli('bench', main);
+await runCli('bench', USAGE.trim(), main);
