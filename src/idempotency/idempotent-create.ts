@@ -84,6 +84,10 @@ export function createIdempotentCreate(deps: IdempotentCreateDeps) {
     if (lock.kind === 'held') {
       return awaitInFlightTwin(inFlight, merchant, key, fingerprint, lock.holderFingerprint);
     }
+    // Once: after the commit with the cache write, or in `finally` when the write threw. A
+    // second call through the guard would count as the Redis breaker's probe while it is open.
+    let releasing: Promise<void> | undefined;
+    const release = () => (releasing ??= redis.bestEffort('release', lock.release));
     try {
       await deps.beforeWrite?.();
       const { created, stored } = await writeOnce(
@@ -95,14 +99,11 @@ export function createIdempotentCreate(deps: IdempotentCreateDeps) {
       // The cache write and the release go out together; on one connection Redis applies them
       // in order, so no request sees the key unlocked before its response is cached. Both are
       // bounded by the command timeout and skipped while Redis is failing.
-      await Promise.all([
-        cacheResponse(cache, redis, merchant.id, key, stored),
-        redis.bestEffort('release', lock.release),
-      ]);
+      await Promise.all([cacheResponse(cache, redis, merchant.id, key, stored), release()]);
       if (!created) return replayStoredResponse(stored, fingerprint);
       return outcomeOf(stored, false);
     } finally {
-      await redis.bestEffort('release', lock.release);
+      await release();
     }
   };
 }
