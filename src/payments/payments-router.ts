@@ -42,7 +42,8 @@ export function requireKeyAndJson(req: Request, res: Response, next: NextFunctio
         );
   }
   (res.locals as Authenticated).idempotencyKey = key.key;
-  if (!req.is('application/json') || !isUtf8Charset(req.headers['content-type'])) {
+  const contentType = req.headers['content-type'];
+  if (!isJsonMediaType(contentType) || !isUtf8Charset(contentType)) {
     throw new ApiError(
       'unsupported_media_type',
       'Send the body as Content-Type: application/json (UTF-8).',
@@ -157,6 +158,15 @@ function allowOnly(allow: string) {
 }
 
 /** JSON is UTF-8 (RFC 8259); a declared charset must say so. */
+/**
+ * Whether the declared media type is application/json (parameters aside, any case). Read from
+ * the header, not with `req.is`, which answers null for a request without a body: an empty POST
+ * that says JSON gets 400 "body is empty", not 415 "must be JSON".
+ */
+function isJsonMediaType(contentType: string | undefined): boolean {
+  return contentType?.split(';', 1)[0]?.trim().toLowerCase() === 'application/json';
+}
+
 function isUtf8Charset(contentType: string | undefined): boolean {
   const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? '')?.[1];
   return charset === undefined || /^utf-?8$/i.test(charset);

@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
@@ -363,6 +364,36 @@ describe('413 and 415', () => {
       expectProblem(await rejected({ contentType, body: valid }), 415, 'unsupported_media_type');
     },
   );
+
+  it('when a POST says JSON but has no body at all (no Content-Length), then 400 body is empty, not 415', async () => {
+    const before = await countWrites(db);
+    const url = new URL(api.url('/payments'));
+    const head = [
+      'POST /payments HTTP/1.1',
+      `Host: ${url.host}`,
+      `Authorization: Bearer ${apiKey}`,
+      'Content-Type: application/json',
+      'Idempotency-Key: no-body-at-all',
+      'Connection: close',
+      '',
+      '',
+    ].join('\r\n');
+    const raw = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(url.port), url.hostname, () => {
+        socket.write(head);
+      });
+      let text = '';
+      socket.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      socket.on('end', () => {
+        resolve(text);
+      });
+      socket.on('error', reject);
+    });
+    expect(raw).toMatch(/^HTTP\/1\.1 400 /);
+    expect(raw).toContain('"code":"malformed_json"');
+    expect(raw).toContain('The request body is empty.');
+    expect(await countWrites(db)).toEqual(before);
+  });
 
   it('when Content-Type has a charset parameter, then it is accepted', async () => {
     const res = await postPayment(api, {
