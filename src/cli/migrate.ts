@@ -12,6 +12,9 @@ await runCli('migrate', USAGE, async () => {
   if (process.argv.length > 2) throw new UsageError(USAGE);
   const config = loadConfig();
   const logger = createLogger(config, { service: 'payments', command: 'migrate' });
-  const applied = await migrateUp(config.MIGRATION_DATABASE_URL ?? config.DATABASE_URL, logger);
+  const applied = await migrateUp(config.MIGRATION_DATABASE_URL ?? config.DATABASE_URL, logger, {
+    connectMs: config.DATABASE_CONNECT_TIMEOUT_MS,
+    queryMs: config.MIGRATION_QUERY_TIMEOUT_MS,
+  });
   logger.info({ applied }, applied.length ? 'migrations applied' : 'schema is up to date');
 });

@@ -70,6 +70,16 @@ export const connectionSettings = {
     .describe(
       'Longest the client waits for a query answer (a frozen Postgres); keep it >= the statement timeout.',
     ),
+  /**
+   * `npm run migrate`'s client-side bound of one statement: long enough for a migration that
+   * builds an index, or that waits for another migrator's advisory lock; a frozen Postgres
+   * still fails the command instead of hanging it.
+   */
+  MIGRATION_QUERY_TIMEOUT_MS: integer(1_000, 86_400_000)
+    .default(600_000)
+    .describe(
+      "Longest `npm run migrate` waits for one statement (an index build, another migrator's lock, a frozen Postgres).",
+    ),
   REDIS_URL: urlWithProtocol(['redis:', 'rediss:'], 'redis://host:6379')
     .default('redis://127.0.0.1:6379')
     .describe(

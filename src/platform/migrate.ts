@@ -16,13 +16,30 @@ export const MIGRATIONS_DIR =
     .map((relative) => path.resolve(HERE, relative))
     .find((dir) => existsSync(dir)) ?? path.resolve(HERE, '../../migrations');
 
+export interface MigrationTimeouts {
+  /** Connecting, including a server that accepts the connection and never answers. */
+  connectMs: number;
+  /** One statement (client-side, so it fires on a frozen server too). */
+  queryMs: number;
+}
+
 /**
  * Applies every pending forward migration in one transaction, under node-pg-migrate's advisory
  * lock so two processes migrating at once wait for each other. Returns the names applied.
  */
-export async function migrateUp(databaseUrl: string, logger: Logger): Promise<string[]> {
+export async function migrateUp(
+  databaseUrl: string,
+  logger: Logger,
+  timeouts?: MigrationTimeouts,
+): Promise<string[]> {
   const applied = await runner({
-    databaseUrl,
+    databaseUrl: timeouts
+      ? {
+          connectionString: databaseUrl,
+          connectionTimeoutMillis: timeouts.connectMs,
+          query_timeout: timeouts.queryMs,
+        }
+      : databaseUrl,
     dir: MIGRATIONS_DIR,
     direction: 'up',
     migrationsTable: 'pgmigrations',

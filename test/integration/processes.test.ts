@@ -471,6 +471,34 @@ describe('process entry points', () => {
     },
   );
 
+  it('when Postgres accepts the connection and never answers, then migrate fails within its connect timeout instead of hanging', async () => {
+    const sockets: Socket[] = [];
+    const silent = createServer((socket) => {
+      sockets.push(socket);
+      socket.resume();
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as { port: number };
+    try {
+      const started = Date.now();
+      const result = await runCommand(
+        'migrate',
+        [],
+        processEnv({
+          DATABASE_URL: `postgres://owner:secret@127.0.0.1:${port}/payments`,
+          DATABASE_CONNECT_TIMEOUT_MS: '500',
+        }),
+        15_000,
+      );
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain('migrate failed: timeout expired');
+      expect(Date.now() - started).toBeLessThan(10_000);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      silent.close();
+    }
+  });
+
   it('when migrate gets an argument it does not have, then it exits 1 with its usage and migrates nothing', async () => {
     const db = await createTestDatabase({ migrated: false });
     try {
@@ -489,11 +517,12 @@ describe('process entry points', () => {
   });
 });
 
-/** Runs `dist/cli/<command>.js` with `args` to its end. */
+/** Runs `dist/cli/<command>.js` with `args` to its end (SIGKILLed after `killAfterMs`). */
 async function runCommand(
   command: string,
   args: string[],
   env: Record<string, string>,
+  killAfterMs = 60_000,
 ): Promise<Exited> {
   const child = spawn(
     process.execPath,
@@ -507,6 +536,8 @@ async function runCommand(
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const deadline = setTimeout(() => child.kill('SIGKILL'), killAfterMs);
   const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  clearTimeout(deadline);
   return { code, stdout, stderr };
 }
