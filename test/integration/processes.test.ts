@@ -288,13 +288,8 @@ describe('process entry points', () => {
 
   it('when the tracing collector accepts connections and never answers, then SIGTERM still exits 0 within seconds, with one line about the dropped spans', async () => {
     // The collector that hangs: accepts, reads, never answers.
-    const sockets: Socket[] = [];
-    const collector = createServer((socket) => {
-      sockets.push(socket);
-      socket.resume();
-    });
-    await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
-    const { port } = collector.address() as { port: number };
+    const collector = await silentServer();
+    const { port } = collector;
     try {
       // One traced request, so the shutdown has a span to flush.
       const proc = await tracedApiAfterOneRequest(port);
@@ -308,12 +303,7 @@ describe('process entry points', () => {
       expect(result.stdout).toContain('the last spans were dropped');
       expect(result.stdout).toContain('"msg":"shutdown complete"');
     } finally {
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) =>
-        collector.close(() => {
-          resolve();
-        }),
-      );
+      await collector.close();
     }
   });
 
@@ -472,13 +462,8 @@ describe('process entry points', () => {
   );
 
   it('when Postgres accepts the connection and never answers, then migrate fails within its connect timeout instead of hanging', async () => {
-    const sockets: Socket[] = [];
-    const silent = createServer((socket) => {
-      sockets.push(socket);
-      socket.resume();
-    });
-    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-    const { port } = silent.address() as { port: number };
+    const silent = await silentServer();
+    const { port } = silent;
     try {
       const started = Date.now();
       const result = await runCommand(
@@ -494,8 +479,7 @@ describe('process entry points', () => {
       expect(result.stderr).toContain('migrate failed: timeout expired');
       expect(Date.now() - started).toBeLessThan(10_000);
     } finally {
-      for (const socket of sockets) socket.destroy();
-      silent.close();
+      await silent.close();
     }
   });
 
@@ -516,6 +500,27 @@ describe('process entry points', () => {
     }
   });
 });
+
+/** A TCP server that accepts connections, reads them and never answers (a frozen dependency). */
+async function silentServer(): Promise<{ port: number; close: () => Promise<void> }> {
+  const sockets: Socket[] = [];
+  const server = createServer((socket) => {
+    sockets.push(socket);
+    socket.resume();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as { port: number }).port,
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => {
+        server.close(() => {
+          resolve();
+        });
+      });
+    },
+  };
+}
 
 /** Runs `dist/cli/<command>.js` with `args` to its end (SIGKILLed after `killAfterMs`). */
 async function runCommand(
