@@ -45,6 +45,19 @@ export const apiSettings = {
     .enum(['open', 'closed'])
     .default('open')
     .describe('When Redis is down: `open` serves through the database, `closed` answers 503.'),
+  /**
+   * A caller's W3C trace context: `continue` makes the request's span its child (one trace from
+   * the client to settlement), and a caller's sampled flag then decides whether the payment is
+   * traced (parent-based samplers). `link` starts a new trace, sampled by this service alone,
+   * with a link to the caller's span: for a public edge, where any client could have all its
+   * requests traced by sending the flag.
+   */
+  TRACE_CALLER_CONTEXT: z
+    .enum(['continue', 'link'])
+    .default('continue')
+    .describe(
+      "A caller's traceparent: `continue` its trace (its sampled flag counts), or `link` it from a new trace this service samples.",
+    ),
   /** A payment request is well under 2 KiB; 16 KiB leaves room for metadata and stops abuse. */
   HTTP_BODY_LIMIT_BYTES: integer(1_024, 1_048_576)
     .default(16_384)

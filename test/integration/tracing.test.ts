@@ -8,7 +8,7 @@ import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import { eventually, readTopic } from '../support/settlement-harness.js';
 import { startTestPipeline } from '../support/test-pipeline.js';
 import { postRefund } from '../support/refund-client.js';
-import { getJson, postPayment, type TestApi } from '../support/test-api.js';
+import { getJson, postPayment, startTestApi, type TestApi } from '../support/test-api.js';
 
 /** One payment's trace across the API, the outbox, Kafka and settlement (real SDK, in memory). */
 
@@ -173,6 +173,46 @@ describe('tracing', () => {
     expect(exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId)).toEqual(
       [],
     );
+  });
+
+  it('when TRACE_CALLER_CONTEXT is link, then the caller decides nothing: a new trace, sampled by this service, links to the caller and goes on in the outbox row', async () => {
+    const linking = await startTestApi(db, { TRACE_CALLER_CONTEXT: 'link' });
+    try {
+      const { apiKey } = await linking.merchant();
+      const callerTraceId = randomBytes(16).toString('hex');
+      const callerSpanId = randomBytes(8).toString('hex');
+      // Sampled out by the caller: continued, nothing would be recorded (the test above).
+      const created = await postPayment(linking, {
+        apiKey,
+        body: { amount: 4400, currency: 'EUR' },
+        headers: { traceparent: `00-${callerTraceId}-${callerSpanId}-00` },
+      });
+      expect(created.status).toBe(202);
+      const server = await eventually('the server span', () =>
+        Promise.resolve(
+          exporter
+            .getFinishedSpans()
+            .find(
+              (s) =>
+                s.kind === SpanKind.SERVER &&
+                s.links.some((link) => link.context.traceId === callerTraceId),
+            ),
+        ),
+      );
+      expect(server.spanContext().traceId).not.toBe(callerTraceId);
+      expect(server.parentSpanContext).toBeUndefined();
+      expect(server.links.map((link) => link.context.spanId)).toEqual([callerSpanId]);
+      const { rows } = await db.pool.query<{ traceparent: string }>(
+        'SELECT traceparent FROM outbox WHERE aggregate_id = $1',
+        [created.json.id],
+      );
+      expect(rows.map((row) => row.traceparent.split('-')[1])).toEqual([
+        server.spanContext().traceId,
+      ]);
+      expect(rows[0]?.traceparent.endsWith('-01')).toBe(true);
+    } finally {
+      await linking.close();
+    }
   });
 
   it('when a sampled span is active, then log lines get its trace_id and span_id (the logger mixin), and none outside', async () => {

@@ -7,7 +7,7 @@ import { ApiError } from '../../http/api-error.js';
 import { errorHandler } from '../../http/error-handler.js';
 import { httpMetrics } from '../../http/http-metrics.js';
 import { requestContext } from '../../http/request-context.js';
-import { traceRequests } from '../../http/trace-requests.js';
+import { traceRequests, type CallerContext } from '../../http/trace-requests.js';
 import { requestDeadline } from '../../http/request-deadline.js';
 import { paymentsRouter, type PaymentsRouterDeps } from '../../payments/payments-router.js';
 import type { Logger } from '../../platform/logger.js';
@@ -34,6 +34,8 @@ export interface AppDeps {
   requestDeadlineMs: number;
   /** Where the 503s of an unreachable Postgres are logged (once per interval). */
   postgresOutage?: OutageLog;
+  /** TRACE_CALLER_CONTEXT: continue a caller's trace, or link it from a new one (default continue). */
+  traceCallerContext?: CallerContext;
   /** HTTP_MAX_IN_FLIGHT: beyond it requests are answered 503 at once; absent, no limit. */
   admission?: AdmissionLimitOptions;
 }
@@ -43,7 +45,7 @@ export function buildApp(deps: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.use(traceRequests());
+  app.use(traceRequests(deps.traceCallerContext ?? 'continue'));
   app.use(httpMetrics());
   app.use(requestContext(deps.logger));
   if (deps.admission) app.use(admissionLimit(deps.admission));

@@ -76,6 +76,7 @@ export async function startApi(
     },
     unavailableRetryAfterSeconds: config.UNAVAILABLE_RETRY_AFTER_SECONDS,
     requestDeadlineMs: config.REQUEST_DEADLINE_MS,
+    traceCallerContext: config.TRACE_CALLER_CONTEXT,
     postgresOutage,
     admission: {
       maxInFlight: config.HTTP_MAX_IN_FLIGHT,
