@@ -41,11 +41,13 @@ export function traceRequests(callerContext: CallerContext = 'continue') {
       kind: SpanKind.SERVER,
       attributes: { 'http.request.method': req.method, 'url.path': req.path },
     };
-    const caller = trace.getSpanContext(parent);
-    if (callerContext === 'link' && caller?.isRemote) {
-      // The caller's flags no longer decide: a new root, which the sampler decides alone.
-      options.links = [{ context: caller }];
-      parent = trace.deleteSpan(parent);
+    if (callerContext === 'link') {
+      const caller = trace.getSpanContext(parent);
+      if (caller?.isRemote) {
+        // The caller's flags no longer decide: a new root, which the sampler decides alone.
+        options.links = [{ context: caller }];
+        parent = trace.deleteSpan(parent);
+      }
     }
     const span = tracer.startSpan(req.method, options, parent);
     res.once('finish', () => {
