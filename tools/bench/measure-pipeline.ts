@@ -29,7 +29,22 @@ export interface SettleLatency {
    * (processed_events.processed_at), `worker` recorded -> settled (updated_at).
    */
   stages: Record<'relay' | 'consumer' | 'worker', { p50: number; p99: number }>;
+  /**
+   * The run cut into WINDOW_SECONDS windows by acceptance time: where the tail sits (a step
+   * from idle to a rate the machine barely holds queues for seconds before it settles down).
+   */
+  windows: SettleWindow[];
 }
+
+export interface SettleWindow {
+  /** Seconds from the run's start to the window's start. */
+  fromSecond: number;
+  payments: number;
+  p99: number;
+}
+
+/** The width of a SettleLatency window. */
+export const WINDOW_SECONDS = 10;
 
 export interface SweepStep {
   rate: number;
@@ -72,6 +87,8 @@ export interface PipelineSettings {
   settleSeconds: number;
   sweepRates: readonly number[];
   sweepSeconds: number;
+  /** Seconds at settleRate before the measured run (then drained), so it meets warm processes. */
+  warmUpSeconds: number;
   /** Longest wait for the pipeline to settle a step's payments before measuring them. */
   drainTimeoutMs: number;
 }
@@ -154,10 +171,11 @@ export async function measurePipeline(
       };
     };
 
-    // Warm-up at half the rate: JIT, the connection pools grown, the consumer group joined.
-    const warmRate = Math.max(50, Math.round(settings.settleRate / 2));
-    say(`pipeline warm-up: ${warmRate}/s for 4 s, then drained`);
-    await step(warmRate, 4);
+    // Warm-up at the measured rate: JIT, the connection pools grown, the consumer group joined.
+    // Four seconds at half the rate left the processes cold: the first seconds of the measured
+    // run then carried the tail (docs/benchmarks.md, 2026-11-24 14:00).
+    say(`pipeline warm-up: ${settings.settleRate}/s for ${settings.warmUpSeconds} s, then drained`);
+    await step(settings.settleRate, settings.warmUpSeconds);
     say(
       `pipeline: ${settings.settleRate} payments/s for ${settings.settleSeconds} s, api + relay + settlement`,
     );
@@ -266,6 +284,15 @@ async function settleLatency(
               WHERE p.status = 'settled' AND p.created_at BETWEEN $1 AND $2) t`,
     [from, to],
   );
+  const windows = await pool.query<{ from_second: number; n: number; p99: number | null }>(
+    `SELECT floor(extract(epoch FROM created_at - $1::timestamptz) / $3::int)::int * $3::int AS from_second,
+            count(*)::int AS n,
+            percentile_disc(0.99) WITHIN GROUP (
+              ORDER BY extract(epoch FROM updated_at - created_at)::float8 * 1000) AS p99
+       FROM payments WHERE status = 'settled' AND created_at BETWEEN $1 AND $2
+      GROUP BY 1 ORDER BY 1`,
+    [from, to, WINDOW_SECONDS],
+  );
   const pair = (values: number[] | null | undefined) => ({
     p50: round(values?.[0]),
     p99: round(values?.[1]),
@@ -277,6 +304,11 @@ async function settleLatency(
       consumer: pair(stages?.consumer),
       worker: pair(stages?.worker),
     },
+    windows: windows.rows.map((w) => ({
+      fromSecond: w.from_second,
+      payments: w.n,
+      p99: round(w.p99),
+    })),
     payments: row?.n ?? 0,
     p50: round(row?.p?.[0]),
     p95: round(row?.p?.[1]),

@@ -19,6 +19,7 @@ import {
   measurePipeline,
   type PipelineResult,
   type SweepStep,
+  WINDOW_SECONDS,
 } from '../bench/measure-pipeline.js';
 import { loadConfig } from '../../src/platform/config.js';
 import { createLogger } from '../../src/platform/logger.js';
@@ -405,6 +406,7 @@ async function main(): Promise<void> {
     {
       settleRate: SETTLE_RATE,
       settleSeconds: SETTLE_SECONDS,
+      warmUpSeconds: QUICK ? 5 : 20,
       sweepRates: SWEEP_FRACTIONS.map((fraction) => Math.max(10, Math.round(peak * fraction))),
       sweepSeconds: SWEEP_SECONDS,
       drainTimeoutMs: 120_000,
@@ -456,6 +458,14 @@ async function main(): Promise<void> {
         .map(([name, stage]) => `${name} ${ms(stage.p50)} / ${ms(stage.p99)}`)
         .join(', ') +
       ' (relay: created to on Kafka; consumer: on Kafka to recorded as a settlement job; worker: job to settled).',
+    '',
+    `Accepted-to-settled p99 at ${pipeline.settleRate}/s by ${WINDOW_SECONDS}-second window of acceptance (payments): ` +
+      pipeline.settle.windows
+        .map(
+          (w) => `${w.fromSecond}-${w.fromSecond + WINDOW_SECONDS} s ${ms(w.p99)} (${w.payments})`,
+        )
+        .join(', ') +
+      '.',
     '',
     `CPU used during the ${pipeline.settleRate}/s run (${pipeline.wallSeconds} s from the first request until every payment was terminal; ${conditions.cores} cores = ${Math.round(pipeline.wallSeconds * conditions.cores)} CPU-seconds available): ` +
       Object.entries(pipeline.cpuSeconds)
