@@ -173,7 +173,7 @@ export async function measurePipeline(
 
     // Warm-up at the measured rate: JIT, the connection pools grown, the consumer group joined.
     // Four seconds at half the rate left the processes cold: the first seconds of the measured
-    // run then carried the tail (docs/benchmarks.md, 2026-11-24 14:00).
+    // run then carried the tail (docs/benchmarks.md, "where the tail at 500/s comes from").
     say(`pipeline warm-up: ${settings.settleRate}/s for ${settings.warmUpSeconds} s, then drained`);
     await step(settings.settleRate, settings.warmUpSeconds);
     say(
