@@ -62,7 +62,7 @@ const WRITE_REFUND_SQL = `
     INSERT INTO outbox (event_id, event_type, aggregate_id, topic, data, created_at,
                         traceparent, tracestate)
     VALUES ($13, 'refund.created', $1, $14, $11::jsonb, $3::timestamptz, $15, $16)
-    RETURNING event_id
+    RETURNING aggregate_id
   )
   SELECT record.expires_at FROM record, paid, refund, job, event`;
 
