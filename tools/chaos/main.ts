@@ -14,7 +14,7 @@ import { planFaults, TAIL_SECONDS } from './fault-plan.js';
 import { findK6, startK6, type RunningK6 } from './k6-load.js';
 import { readK6Summary, readRequestSamples } from './k6-results.js';
 import { ENTRY_POINTS, repoRoot } from './repo-root.js';
-import { RoleFleet, ROLES } from './role-fleet.js';
+import { RoleFleet, ROLES, type Role } from './role-fleet.js';
 import { runChecked, runCommand } from './run-command.js';
 import { runFault, type FaultContext, type FaultWindow } from './run-fault.js';
 import {
@@ -25,6 +25,7 @@ import {
   type RunResources,
 } from './run-resources.js';
 import { StackControl, type StackService } from './stack-control.js';
+import { roleDatabaseUrl } from '../support/role-database-url.js';
 import { sleep, Timeline } from './timeline.js';
 
 /** Verify judges every payment once the pipeline drained; a few seconds absorb clock skew. */
@@ -79,6 +80,7 @@ async function main(): Promise<number> {
   say(`logs, k6 samples and the report: ${path.relative(root, runDir)}/`);
 
   await createDatabase(endpoints.DATABASE_URL, resources.databaseName);
+  // The owner's environment: migrations, the merchant CLIs and verify (an operator's tools).
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     DATABASE_URL: resources.databaseUrl,
@@ -93,8 +95,13 @@ async function main(): Promise<number> {
     HOST: '127.0.0.1',
     LOG_FORMAT: 'json',
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
-    // The run's scratch database is owned by the stack's login (DESIGN 68).
-    DB_ALLOW_PRIVILEGED_LOGIN: 'true',
+  };
+  // Each role process as deployed: its own login on the run's database (the owner created and
+  // migrated it; the migrations grant the roles, PUBLIC may connect), no owner URL in sight.
+  const roleLogins = { ...process.env, ...endpoints.roleLogins };
+  const roleEnv = (role: Role): NodeJS.ProcessEnv => {
+    const { MIGRATION_DATABASE_URL: _owner, ...rest } = env;
+    return { ...rest, DATABASE_URL: roleDatabaseUrl(resources.databaseUrl, role, roleLogins) };
   };
   const node = (entry: string, args: string[], timeoutMs: number) =>
     runChecked(process.execPath, [path.join(root, entry), ...args], { cwd: root, env, timeoutMs });
@@ -120,7 +127,11 @@ async function main(): Promise<number> {
     for (let i = 1; i <= options.processes; i++) {
       const [port, metricsPort] = [await freePort(), await freePort()];
       if (role === 'api') apiUrls.push(`http://127.0.0.1:${port}`);
-      fleet.add(role, i, { ...env, PORT: String(port), METRICS_PORT: String(metricsPort) });
+      fleet.add(role, i, {
+        ...roleEnv(role),
+        PORT: String(port),
+        METRICS_PORT: String(metricsPort),
+      });
     }
   }
   // settlement-1 first: it creates the run's topics, which the others then find.
@@ -131,7 +142,12 @@ async function main(): Promise<number> {
       .filter((name) => name !== 'settlement-1')
       .map((name) => fleet.start(name)),
   );
-  say(`${fleet.names().length} processes ready; APIs at ${apiUrls.join(' ')}`);
+  const logins = ROLES.map(
+    (role) => new URL(roleDatabaseUrl(resources.databaseUrl, role, roleLogins)).username,
+  );
+  say(
+    `${fleet.names().length} processes ready (logins ${logins.join(', ')}); APIs at ${apiUrls.join(' ')}`,
+  );
 
   const conditionsAtStart = loadAverage(
     `conditions (${os.availableParallelism()} cores): load average at the start`,

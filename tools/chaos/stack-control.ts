@@ -1,13 +1,17 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { ROLE_URL_VARIABLES } from '../support/role-database-url.js';
 import { runChecked, runCommand } from './run-command.js';
 
 export type StackService = 'postgres' | 'redis' | 'kafka' | 'kafka3';
 
 export interface StackEndpoints {
+  /** The owner's login: it creates the run's database and migrates it. */
   DATABASE_URL: string;
   REDIS_URL: string;
   KAFKA_BROKERS: string;
+  /** API_DATABASE_URL, RELAY_DATABASE_URL, SETTLEMENT_DATABASE_URL: the roles' own logins. */
+  roleLogins: Record<string, string>;
 }
 
 /**
@@ -44,7 +48,12 @@ export class StackControl {
     if (!DATABASE_URL || !REDIS_URL || !KAFKA_BROKERS) {
       throw new Error(`scripts/stack.sh env printed no endpoints:\n${out}`);
     }
-    return { DATABASE_URL, REDIS_URL, KAFKA_BROKERS };
+    const roleLogins = Object.fromEntries(
+      Object.values(ROLE_URL_VARIABLES)
+        .map((name) => [name, found[name]])
+        .filter((entry): entry is [string, string] => entry[1] !== undefined),
+    );
+    return { DATABASE_URL, REDIS_URL, KAFKA_BROKERS, roleLogins };
   }
 
   /** Exits non-zero (an Error) unless every service answers. */
