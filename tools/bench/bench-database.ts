@@ -5,6 +5,7 @@ import type { Config } from '../../src/platform/config.js';
 import type { Logger } from '../../src/platform/logger.js';
 import { migrateUp } from '../../src/platform/migrate.js';
 import { deleteKeys } from './measure-pipeline.js';
+import { roleDatabaseUrl } from '../support/role-database-url.js';
 import { createScratchDatabase } from '../support/scratch-database.js';
 
 /** A migrated scratch database with one merchant on the bench tier, for an API under load. */
@@ -46,12 +47,11 @@ export async function openBenchDatabase(
       pool,
       merchant,
       apiEnv: (logLevel, poolMax) => ({
-        DATABASE_URL: scratch.url,
+        // The API as deployed: payments_api on the scratch database the bench's owner login made.
+        DATABASE_URL: roleDatabaseUrl(scratch.url, 'api'),
         LOG_LEVEL: logLevel,
         REDIS_KEY_PREFIX: redisPrefix,
         DATABASE_POOL_MAX: String(poolMax),
-        // A scratch database owned by the bench's login (DESIGN 68).
-        DB_ALLOW_PRIVILEGED_LOGIN: 'true',
       }),
       close,
     };

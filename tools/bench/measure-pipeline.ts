@@ -8,6 +8,7 @@ import { createKafka, ensureTopics } from '../../src/platform/kafka.js';
 import type { Logger } from '../../src/platform/logger.js';
 import { migrateUp } from '../../src/platform/migrate.js';
 import { closeRedis, createRedis, type Redis } from '../../src/platform/redis.js';
+import { roleDatabaseUrl, type ServiceRole } from '../support/role-database-url.js';
 import { createScratchDatabase } from '../support/scratch-database.js';
 import { deleteKeysWithPrefix } from '../support/delete-keys-with-prefix.js';
 import { apiNodeArgs, peakRssMb, serviceEntry, startProcess } from './bench-process.js';
@@ -122,7 +123,6 @@ export async function measurePipeline(
     await defineTier(pool, BENCH_TIER);
     const merchant = await createMerchant(pool, 'bench pipeline', BENCH_TIER.name);
     const env = {
-      DATABASE_URL: url,
       KAFKA_TOPIC_PAYMENTS: topics.payments,
       KAFKA_TOPIC_DLQ: topics.dlq,
       KAFKA_CONSUMER_GROUP: `bench-pipeline-${suffix}`,
@@ -130,19 +130,23 @@ export async function measurePipeline(
       LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
       ACQUIRER_SIM_LATENCY_MS: '0',
       ACQUIRER_SIM_FAILURE_RATE: '0',
-      // A scratch database owned by the bench's login (DESIGN 68).
-      DB_ALLOW_PRIVILEGED_LOGIN: 'true',
     };
+    // Each process as deployed: its role's own login on the scratch database the owner made.
+    const as = (role: ServiceRole) => ({ ...env, DATABASE_URL: roleDatabaseUrl(url, role) });
     const api = await startProcess(
       serviceEntry('apps/api/main.js'),
-      env,
+      as('api'),
       '/healthz',
       apiNodeArgs(),
     );
     children.push(api.child);
-    const relay = await startProcess(serviceEntry('apps/relay/main.js'), env, '/metrics');
+    const relay = await startProcess(serviceEntry('apps/relay/main.js'), as('relay'), '/metrics');
     children.push(relay.child);
-    const settlement = await startProcess(serviceEntry('apps/settlement/main.js'), env, '/metrics');
+    const settlement = await startProcess(
+      serviceEntry('apps/settlement/main.js'),
+      as('settlement'),
+      '/metrics',
+    );
     children.push(settlement.child);
 
     const body = JSON.stringify({ amount: 1000, currency: 'EUR' });
