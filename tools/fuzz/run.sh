@@ -4,7 +4,8 @@
 # check, valid and invalid data, stateful links (POST -> GET). Exits non-zero on any failure.
 #
 # Environment: DATABASE_URL (a login that may create databases: the local stack's owner by
-#              default), API_DATABASE_URL (the API's login; its database part is replaced),
+#              default), API_DATABASE_URL (the API's login, payments_api by default; its
+#              database part is replaced),
 #              FUZZ_MAX_TIME (seconds, 150),
 #              FUZZ_MAX_EXAMPLES (per operation and phase, 300), FUZZ_SEED (fixed, so CI is
 #              reproducible; set another to explore), FUZZ_WORKERS (1).
@@ -42,15 +43,16 @@ db="payments_fuzz_$$"
 admin_url="$DATABASE_URL"
 on_db() { node -e 'const u = new URL(process.argv[1]); u.pathname = "/" + process.argv[2]; console.log(u.toString())' "$1" "$db"; }
 fuzz_url="$(on_db "$admin_url")"
-# The API runs as its own login (API_DATABASE_URL, printed by `scripts/stack.sh env`), as deployed;
-# without one, as the owner, explicitly allowed.
-if [[ -n "${API_DATABASE_URL:-}" ]]; then
-  api_url="$(on_db "$API_DATABASE_URL")"
-  allow_privileged=false
-else
-  api_url="$fuzz_url"
-  allow_privileged=true
-fi
+# The API runs as its own login, as deployed: API_DATABASE_URL's user and password (printed by
+# `scripts/stack.sh env`), else the local stack's payments_api (password = name), on this database
+# (the same rule as tools/support/role-database-url.ts). Only the owner creates and migrates it.
+api_url="$(node -e '
+  const u = new URL(process.argv[1]);
+  const own = process.argv[2] ? new URL(process.argv[2]) : null;
+  u.username = own?.username || "payments_api";
+  u.password = own?.username ? own.password : "payments_api";
+  console.log(u.toString());
+' "$fuzz_url" "${API_DATABASE_URL:-}")"
 api_pid=""
 cleanup() {
   if [[ -n $api_pid ]]; then kill "$api_pid" 2>/dev/null && wait "$api_pid" 2>/dev/null || true; fi
@@ -69,7 +71,7 @@ api_key="$(node -e 'console.log(JSON.parse(process.argv[1]).api_key)' "$merchant
 port="$(node -e 'const s = require("node:net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')"
 base="http://127.0.0.1:$port"
 log "starting the API on $base"
-DATABASE_URL="$api_url" DB_ALLOW_PRIVILEGED_LOGIN="$allow_privileged" PORT="$port" \
+DATABASE_URL="$api_url" PORT="$port" \
   LOG_LEVEL="${FUZZ_LOG_LEVEL:-warn}" \
   node --max-old-space-size=1024 dist/apps/api/main.js &
 api_pid=$!
