@@ -1,0 +1,2 @@
+#!/usr/bin/env bash
+exec /opt/kafka/bin/kafka-run-class.sh kafka.admin.BrokerApiVersionsCommand "$@"
