@@ -30,9 +30,15 @@ export const FILE_SETTINGS = ['DATABASE_URL', 'REDIS_URL'] as const;
 
 /**
  * The development stack's own user:password pairs (scripts/stack.sh, docker-compose.yml, the
- * defaults above). Anyone who read this repository knows them, so production refuses them.
+ * defaults above): the owner and the three per-process logins (scripts/db/create-roles.sql,
+ * password = name). Anyone who read this repository knows them, so production refuses them.
  */
-export const BUILT_IN_CREDENTIALS: readonly string[] = ['payments:payments'];
+export const BUILT_IN_CREDENTIALS: readonly string[] = [
+  'payments:payments',
+  'payments_api:payments_api',
+  'payments_relay:payments_relay',
+  'payments_settlement:payments_settlement',
+];
 
 /**
  * Parses the environment. Empty strings count as unset so `FOO= npm start` takes the default

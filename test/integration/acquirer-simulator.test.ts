@@ -38,7 +38,7 @@ describe('acquirer simulator', () => {
   it.each(['tok_visa', 'tok_decline'])(
     'when 20 calls for one key (%s) race, then it is charged once and every call gets the same answer',
     async (source) => {
-      const simulator = createAcquirerSimulator(db.pool, options);
+      const simulator = createAcquirerSimulator(db.login('settlement'), options);
       const charge = request(source);
       const answers = await Promise.all(
         Array.from({ length: 20 }, () => simulator.charge(charge, new AbortController().signal)),
@@ -54,11 +54,14 @@ describe('acquirer simulator', () => {
 
   it('when the failure rate strikes a charged key, then the call is a replay of the charge, not a failure', async () => {
     const charge = request('tok_visa');
-    const first = await createAcquirerSimulator(db.pool, options).charge(
+    const first = await createAcquirerSimulator(db.login('settlement'), options).charge(
       charge,
       new AbortController().signal,
     );
-    const alwaysFailing = createAcquirerSimulator(db.pool, { ...options, transientFailureRate: 1 });
+    const alwaysFailing = createAcquirerSimulator(db.login('settlement'), {
+      ...options,
+      transientFailureRate: 1,
+    });
     await expect(alwaysFailing.charge(charge, new AbortController().signal)).resolves.toEqual(
       first,
     );
@@ -72,7 +75,7 @@ describe('acquirer simulator', () => {
   });
 
   it('when tok_transient_2 is called three times, then it fails twice and is charged on the third', async () => {
-    const simulator = createAcquirerSimulator(db.pool, options);
+    const simulator = createAcquirerSimulator(db.login('settlement'), options);
     const charge = request('tok_transient_2');
     const signal = new AbortController().signal;
     await expect(simulator.charge(charge, signal)).rejects.toThrow();

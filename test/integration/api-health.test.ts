@@ -59,7 +59,7 @@ describe('health endpoints', () => {
     // Closed loopback ports: every dependency refuses. A /healthz that consulted any of them
     // would fail or wait here; liveness must depend on the process alone.
     const isolated = await serve({
-      DATABASE_URL: 'postgres://payments:payments@127.0.0.1:1/payments',
+      DATABASE_URL: 'postgres://payments_api:payments_api@127.0.0.1:1/payments',
       REDIS_URL: 'redis://127.0.0.1:1',
       KAFKA_BROKERS: '127.0.0.1:1',
       READINESS_TIMEOUT_MS: '500',
@@ -144,7 +144,7 @@ describe('health endpoints', () => {
 
   it('when Postgres is unreachable, then the internal /readyz is 503 and names postgres as down', async () => {
     const broken = await serve({
-      DATABASE_URL: 'postgres://payments:payments@127.0.0.1:1/payments',
+      DATABASE_URL: 'postgres://payments_api:payments_api@127.0.0.1:1/payments',
       READINESS_TIMEOUT_MS: '500',
     });
     try {

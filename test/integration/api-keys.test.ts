@@ -7,7 +7,7 @@ import { generateApiKey, hashApiKey } from '../../src/merchants/api-key.js';
 import { createApiKey, revokeApiKey } from '../../src/merchants/api-key-repository.js';
 import { createAuthenticator } from '../../src/merchants/authenticator.js';
 import { MIGRATIONS_DIR } from '../../src/platform/migrate.js';
-import { createTestDatabase, testConfig, type TestDatabase } from '../support/isolation.js';
+import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import { REPO_ROOT } from '../support/services.js';
 import { getJson, startTestApi, type TestApi } from '../support/test-api.js';
 
@@ -66,7 +66,7 @@ describe('API keys', () => {
   it('when a key has expired, then it is refused and a cached copy does not outlive it', async () => {
     const merchant = await createMerchantRow(db, 'Expiring');
     const key = await createApiKey(db.pool, merchant, { expiresAt: new Date(Date.now() + 300) });
-    const authenticator = createAuthenticator(db.pool, 60_000, 0);
+    const authenticator = createAuthenticator(db.login('api'), 60_000, 0);
     expect((await authenticator.authenticate(key.apiKey))?.id).toBe(merchant);
     await sleep(400);
     expect(authenticator.isCached(key.apiKey)).toBe(false);
@@ -74,7 +74,7 @@ describe('API keys', () => {
   });
 
   it('when an unknown key is tried twice within the negative TTL, then the second answer comes from memory', async () => {
-    const authenticator = createAuthenticator(db.pool, 60_000, 60_000);
+    const authenticator = createAuthenticator(db.login('api'), 60_000, 60_000);
     const unknown = generateApiKey();
     expect(authenticator.isCached(unknown)).toBe(false);
     expect(await authenticator.authenticate(unknown)).toBeNull();
@@ -148,7 +148,9 @@ describe('merchant:key and merchant:tier commands', () => {
     const revoked = await cli('merchant-key', ['revoke', '--key', key.id ?? '']);
     expect(revoked.code).toBe(0);
     expect((JSON.parse(revoked.stdout) as { revoked_at: string | null }).revoked_at).not.toBeNull();
-    expect(await createAuthenticator(db.pool, 0, 0).authenticate(key.api_key ?? '')).toBeNull();
+    expect(
+      await createAuthenticator(db.login('api'), 0, 0).authenticate(key.api_key ?? ''),
+    ).toBeNull();
   });
 
   it('when merchant:key gets an unknown merchant or no command, then it exits 1 with one line', async () => {
@@ -219,12 +221,12 @@ async function cli(
   script: string,
   args: string[],
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const config = testConfig({ DATABASE_URL: db.url });
+  // An owner-only command (npm run merchant:key): the owner's login, as an operator runs it.
   const child = spawn(
     process.execPath,
     [path.join(REPO_ROOT, 'dist/cli', `${script}.js`), ...args],
     {
-      env: { PATH: process.env.PATH ?? '', DATABASE_URL: config.DATABASE_URL, LOG_LEVEL: 'warn' },
+      env: { PATH: process.env.PATH ?? '', DATABASE_URL: db.url, LOG_LEVEL: 'warn' },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );

@@ -1,11 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createIdempotencyReaper } from '../../src/idempotency/idempotency-reaper.js';
-import { startRelay } from '../../src/apps/relay/start-relay.js';
-import type { RunningRole } from '../../src/apps/running-role.js';
-import { startSettlement } from '../../src/apps/settlement/start-settlement.js';
-import { createLogger } from '../../src/platform/logger.js';
-import { createPlatform, type Platform } from '../../src/platform/platform.js';
 import {
   assertUnprivilegedLogin,
   PrivilegedLoginError,
@@ -13,8 +8,10 @@ import {
 import { createTestDatabase, testConfig, type TestDatabase } from '../support/isolation.js';
 import { startRoleProcess } from '../support/role-process.js';
 import { roleDatabaseUrl, type ServiceRole } from '../support/role-login.js';
-import { eventually, FAST_SETTLEMENT } from '../support/settlement-harness.js';
+import { postRefund } from '../support/refund-client.js';
+import { eventually } from '../support/settlement-harness.js';
 import { getJson, postPayment, startTestApi, type TestApi } from '../support/test-api.js';
+import { startTestPipeline } from '../support/test-pipeline.js';
 
 /** Issue #11 item 3: each process kind's login holds only what its statements need. */
 
@@ -117,36 +114,13 @@ describe('the relay and settlement logins', () => {
 
 describe('every role with its own login', () => {
   let api: TestApi;
-  const platforms: Platform[] = [];
-  const roles: RunningRole[] = [];
 
   beforeAll(async () => {
-    api = await startTestApi(db, {
-      DATABASE_URL: roleDatabaseUrl(db.url, 'api'),
-      ...FAST_SETTLEMENT,
-    });
-    // The same topics, group and Redis prefix as the API, another login each.
-    const shared = api.platform.config;
-    for (const [role, start] of [
-      ['relay', startRelay],
-      ['settlement', startSettlement],
-    ] as const) {
-      const config = testConfig({
-        ...FAST_SETTLEMENT,
-        DATABASE_URL: roleDatabaseUrl(db.url, role),
-        REDIS_KEY_PREFIX: shared.REDIS_KEY_PREFIX,
-        KAFKA_TOPIC_PAYMENTS: shared.KAFKA_TOPIC_PAYMENTS,
-        KAFKA_TOPIC_DLQ: shared.KAFKA_TOPIC_DLQ,
-        KAFKA_CONSUMER_GROUP: shared.KAFKA_CONSUMER_GROUP,
-      });
-      const platform = await createPlatform(config, createLogger(config));
-      platforms.push(platform);
-      roles.push(await start(platform));
-    }
+    // The API as payments_api, the relay as payments_relay, settlement (and the refund worker)
+    // as payments_settlement: the deployed shape (test/support/test-pipeline.ts).
+    api = await startTestPipeline(db);
   });
   afterAll(async () => {
-    for (const role of roles.reverse()) await role.close();
-    for (const platform of platforms) await platform.close();
     await api.close();
   });
 
@@ -186,6 +160,46 @@ describe('every role with its own login', () => {
       );
       return rows[0]?.n === 0 ? true : undefined;
     });
+  });
+
+  it('when a settled payment is refunded in part and in full, then each refund is 202 and succeeds, and the payment is fully refunded', async () => {
+    const { apiKey } = await api.merchant();
+    const paid = await postPayment(api, { apiKey, body: { amount: 5000, currency: 'EUR' } });
+    expect(paid.status).toBe(202);
+    const paymentId = paid.json.id as string;
+    await eventually('payment settled', async () => {
+      const read = await getJson(api, `/payments/${paymentId}`, apiKey);
+      return read.json.status === 'settled' ? true : undefined;
+    });
+
+    const part = await postRefund(api, { apiKey, paymentId, body: { amount: 1000 } });
+    expect(part.status, part.text).toBe(202);
+    const rest = await postRefund(api, { apiKey, paymentId, body: {} });
+    expect(rest.status, rest.text).toBe(202);
+    expect(rest.json.amount).toBe(4000);
+    const replay = await postRefund(api, {
+      apiKey,
+      paymentId,
+      key: 'refund-replay',
+      body: { amount: 1 },
+    });
+    // Nothing is left to refund: a clear refusal, not a 500.
+    expect(replay.status, replay.text).toBe(422);
+
+    for (const refund of [part, rest]) {
+      await eventually(`refund ${refund.json.id as string} succeeded`, async () => {
+        const read = await getJson(api, `/refunds/${refund.json.id as string}`, apiKey);
+        return read.json.status === 'succeeded' ? true : undefined;
+      });
+    }
+    const { rows } = await db.pool.query<{ amount_refunded: string; refunded: number }>(
+      `SELECT p.amount_refunded,
+              (SELECT count(*)::int FROM acquirer_simulator_refunds a
+                WHERE a.payment_id = p.id AND a.result = 'approved') AS refunded
+         FROM payments p WHERE p.id = $1`,
+      [paymentId],
+    );
+    expect(rows[0]).toEqual({ amount_refunded: '5000', refunded: 2 });
   });
 
   it('when expired idempotency keys are reaped as the API, then they are deleted', async () => {

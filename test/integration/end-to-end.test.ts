@@ -1,25 +1,23 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRelay } from '../../src/apps/relay/start-relay.js';
-import type { RunningRole } from '../../src/apps/running-role.js';
-import { startSettlement } from '../../src/apps/settlement/start-settlement.js';
 import { paymentEventId } from '../../src/outbox/event-id.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
-import { eventually, FAST_SETTLEMENT, readTopic } from '../support/settlement-harness.js';
-import { getJson, postPayment, startTestApi, type TestApi } from '../support/test-api.js';
+import { eventually, readTopic } from '../support/settlement-harness.js';
+import { getJson, postPayment, type TestApi } from '../support/test-api.js';
+import { startTestPipeline } from '../support/test-pipeline.js';
 
-/** The whole product in one process: API -> outbox -> relay -> Kafka -> settlement -> outbox -> relay. */
+/**
+ * The whole product: API -> outbox -> relay -> Kafka -> settlement -> outbox -> relay, each role
+ * with its own clients and database login, as deployed.
+ */
 
 let db: TestDatabase;
 let api: TestApi;
-const roles: RunningRole[] = [];
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  api = await startTestApi(db, FAST_SETTLEMENT);
-  roles.push(await startRelay(api.platform), await startSettlement(api.platform));
+  api = await startTestPipeline(db);
 });
 afterAll(async () => {
-  for (const role of roles.reverse()) await role.close();
   await api.close();
   await db.drop();
 });

@@ -137,7 +137,7 @@ describe('outage logging', () => {
     const url = new URL(inject('services').redisUrl);
     url.port = String(proxy.port);
     const config = testConfig({
-      DATABASE_URL: db.url,
+      DATABASE_URL: db.roleUrl('api'),
       REDIS_URL: url.toString(),
       OUTAGE_LOG_INTERVAL_MS: '1000',
     });

@@ -26,7 +26,7 @@ let api: TestApi;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  const url = new URL(db.url);
+  const url = new URL(db.roleUrl('api'));
   proxy = await startTcpProxy(url.hostname, Number(url.port || 5432));
   url.port = String(proxy.port);
   api = await startTestApi(db, {

@@ -49,7 +49,7 @@ describe('idempotency key expiry', () => {
     const paymentsBefore = await db.pool.query('SELECT count(*)::int AS n FROM payments');
 
     const reaper = createIdempotencyReaper(
-      db.pool,
+      db.login('api'),
       createLogger({ LOG_LEVEL: 'silent', LOG_FORMAT: 'json' }),
       {
         batch: 3,
@@ -57,7 +57,7 @@ describe('idempotency key expiry', () => {
       },
     );
     // 7 expired records, 3 per batch: three DELETE statements of 3, 3 and 1 rows, all gone.
-    const query = vi.spyOn(db.pool, 'query');
+    const query = vi.spyOn(db.login('api'), 'query');
     try {
       expect(await reaper.runOnce()).toBe(7);
       const statements = query.mock.calls.map(([text]) => text);

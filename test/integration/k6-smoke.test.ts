@@ -126,7 +126,7 @@ describe.runIf(k6 !== null || inCi)('k6 duplicate-charge storm (smoke)', () => {
       expect(count('server_errors')).toBe(0);
       expect(count('storm_id_mismatch')).toBe(0);
 
-      const verify = await runVerifyCli(api.platform.config, [
+      const verify = await runVerifyCli(db, api.platform.config, [
         '--wait',
         '90',
         '--grace',

@@ -12,7 +12,7 @@ const received: number[] = [];
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  listener = new pg.Client({ connectionString: db.url });
+  listener = new pg.Client({ connectionString: db.roleUrl('relay') });
   await listener.connect();
   listener.on('notification', () => received.push(Date.now()));
   await listener.query(`LISTEN ${OUTBOX_CHANNEL}`);
@@ -44,12 +44,12 @@ describe('outbox wake-ups', () => {
   it('when no relay asked, then an insert commits without NOTIFY; once one asks, inserts notify until the window ends', async () => {
     expect(await insertAndCount()).toBe(0);
 
-    await requestWakeups(db.pool, 60_000);
+    await requestWakeups(db.login('relay'), 60_000);
     expect(await insertAndCount()).toBe(1);
     expect(await insertAndCount()).toBe(1);
 
     // A shorter request never shortens the window another relay asked for.
-    await requestWakeups(db.pool, 1);
+    await requestWakeups(db.login('relay'), 1);
     expect(await insertAndCount()).toBe(1);
 
     await db.pool.query(`UPDATE outbox_wakeups SET wanted_until = now() - interval '1 second'`);

@@ -456,7 +456,7 @@ describe('503', () => {
   let proxy: TcpProxy;
   let viaProxy: TestApi;
   beforeAll(async () => {
-    const url = new URL(db.url);
+    const url = new URL(db.roleUrl('api'));
     proxy = await startTcpProxy(url.hostname, Number(url.port || 5432));
     url.port = String(proxy.port);
     viaProxy = await startTestApi(db, {

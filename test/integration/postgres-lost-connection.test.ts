@@ -9,7 +9,7 @@ let db: TestDatabase;
 let pool: Pool;
 beforeAll(async () => {
   db = await createTestDatabase();
-  const config = { ...loadConfig(), DATABASE_URL: db.url, LOG_LEVEL: 'silent' as const };
+  const config = { ...loadConfig(), DATABASE_URL: db.roleUrl('api'), LOG_LEVEL: 'silent' as const };
   pool = createPool(config, createLogger(config), 'lost-connection-test');
 });
 afterAll(async () => {
@@ -25,7 +25,8 @@ describe('a checked-out client whose connection dies (Postgres stopped mid-trans
     const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
     // What "pg_ctl stop -m fast" does to every backend. Without a listener on the checked-out
     // client, its 'error' event is unhandled: vitest fails the file with an uncaught exception.
-    await db.pool.query('SELECT pg_terminate_backend($1)', [rows[0]?.pid]);
+    // Terminated as the same login: only a member of a backend's role may terminate it.
+    await db.login('api').query('SELECT pg_terminate_backend($1)', [rows[0]?.pid]);
     await ended;
 
     await expect(client.query('SELECT 1')).rejects.toThrow();
@@ -39,14 +40,14 @@ describe('a checked-out client whose connection dies (Postgres stopped mid-trans
 describe('idle connections dropped together (Postgres restarted)', () => {
   it('when every idle connection of the pool is terminated at once, then one warning for them all, and the pool serves again', async () => {
     const { lines, logger } = capturedLogger();
-    const config = { ...loadConfig(), DATABASE_URL: db.url, DATABASE_POOL_MAX: 6 };
+    const config = { ...loadConfig(), DATABASE_URL: db.roleUrl('api'), DATABASE_POOL_MAX: 6 };
     const idle = createPool(config, logger, 'idle-burst-test');
     try {
       // Six connections, all back in the pool and idle.
       const clients = await Promise.all(Array.from({ length: 6 }, () => idle.connect()));
       for (const client of clients) client.release();
       expect(idle.idleCount).toBe(6);
-      await db.pool.query(
+      await db.login('api').query(
         `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
           WHERE application_name = 'idle-burst-test'`,
       );

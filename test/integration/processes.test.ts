@@ -4,10 +4,11 @@ import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Socket } from 'node:net';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, inject, it, vi } from 'vitest';
 import { hashApiKey } from '../../src/merchants/api-key.js';
 import { REPO_ROOT } from '../support/services.js';
 import { createTestDatabase, testConfig } from '../support/isolation.js';
+import { roleDatabaseUrl, type ServiceRole } from '../support/role-login.js';
 
 interface Exited {
   code: number | null;
@@ -53,9 +54,17 @@ function startProcess(entry: string, env: Record<string, string>, nodeArgs: stri
   return { child, exited, waitForLog };
 }
 
-/** The environment of a process under test: this run's services, nothing from the shell. */
-function processEnv(overrides: Record<string, string> = {}): Record<string, string> {
-  const config = testConfig();
+/**
+ * The environment of a process under test: this run's services, nothing from the shell. Logs in
+ * as `role`'s own login, as deployed (the API's by default; CLIs get the owner's URL explicitly).
+ */
+function processEnv(
+  overrides: Record<string, string> = {},
+  role: ServiceRole = 'api',
+): Record<string, string> {
+  const config = testConfig({
+    DATABASE_URL: roleDatabaseUrl(inject('services').databaseUrl, role),
+  });
   return {
     DATABASE_URL: config.DATABASE_URL,
     REDIS_URL: config.REDIS_URL,
@@ -64,8 +73,6 @@ function processEnv(overrides: Record<string, string> = {}): Record<string, stri
     PORT: '0',
     METRICS_PORT: '0',
     LOG_LEVEL: 'info',
-    // The run's admin login owns the tables; database-roles.test.ts covers the refusal.
-    DB_ALLOW_PRIVILEGED_LOGIN: 'true',
     ...overrides,
   };
 }
@@ -308,7 +315,15 @@ describe('process entry points', () => {
   });
 
   it('when all roles run in one process, then the public port says only "ready", the internal listener has the detail and /metrics, and SIGTERM exits 0 after draining', async () => {
-    const proc = startProcess('apps/all/main.js', processEnv());
+    // The single all-roles process needs the union of the roles' grants: it is `npm run up --
+    // --single`'s local mode, which runs as the owner with the refusal explicitly lifted.
+    const proc = startProcess(
+      'apps/all/main.js',
+      processEnv({
+        DATABASE_URL: inject('services').databaseUrl,
+        DB_ALLOW_PRIVILEGED_LOGIN: 'true',
+      }),
+    );
     const listening = await proc.waitForLog('api listening');
     const internal = await proc.waitForLog('internal listener ready');
     await Promise.all([proc.waitForLog('relay ready'), proc.waitForLog('settlement ready')]);
@@ -340,10 +355,10 @@ describe('process entry points', () => {
     expect(result.stdout).toContain('"msg":"shutdown complete"');
   });
 
-  it.each(['api', 'relay', 'settlement'])(
+  it.each(['api', 'relay', 'settlement'] as const)(
     'when the %s role runs alone, then it reports ready and exits 0 on SIGINT',
     async (role) => {
-      const proc = startProcess(`apps/${role}/main.js`, processEnv());
+      const proc = startProcess(`apps/${role}/main.js`, processEnv({}, role));
       await proc.waitForLog(role === 'api' ? 'api listening' : `${role} ready`);
       proc.child.kill('SIGINT');
       expect((await proc.exited).code).toBe(0);

@@ -28,7 +28,7 @@ async function refundJobs(): Promise<Record<string, number>> {
 
 describe('refund_jobs gauge', () => {
   it('when refunds wait and one is dead, then a scrape reports pending and dead from the table', async () => {
-    const unregister = registerRefundBacklogProbe(db.pool);
+    const unregister = registerRefundBacklogProbe(db.login('settlement'));
     try {
       expect(await refundJobs()).toEqual({ pending: 0, dead: 0 });
       const { apiKey } = await api.merchant('Refunds', BENCH_TIER.name);

@@ -42,15 +42,13 @@ function settlementEnv(): Record<string, string> {
     KAFKA_CONSUMER_GROUP: config.KAFKA_CONSUMER_GROUP,
     METRICS_PORT: '0',
     LOG_LEVEL: 'info',
-    // The test database's owner: these processes run with the suite's login.
-    DB_ALLOW_PRIVILEGED_LOGIN: 'true',
     ...FAST_SETTLEMENT,
     SETTLEMENT_LEASE_MS: '1000',
   };
 }
 
 const waitingOnOutbox = async (): Promise<number> => {
-  const { rows } = await db.pool.query<{ n: number }>(
+  const { rows } = await db.login('settlement').query<{ n: number }>(
     `SELECT count(*)::int AS n FROM pg_stat_activity
       WHERE datname = current_database() AND wait_event_type = 'Lock'
         AND query LIKE 'INSERT INTO outbox%'`,
@@ -82,7 +80,7 @@ describe('refund worker killed between the acquirer refund and the commit', () =
       blocker.release();
     }
     await eventually('the dead backend gone', async () => {
-      const { rows } = await db.pool.query<{ n: number }>(
+      const { rows } = await db.login('settlement').query<{ n: number }>(
         `SELECT count(*)::int AS n FROM pg_stat_activity
           WHERE datname = current_database() AND query LIKE 'INSERT INTO outbox%' AND state <> 'idle'`,
       );

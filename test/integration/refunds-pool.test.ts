@@ -35,7 +35,7 @@ describe('refunds waiting for one payment', () => {
       );
       // Until the refunds are queued: the first one is waiting on the row lock.
       await waitFor(async () => {
-        const { rows } = await db.pool.query<{ n: number }>(
+        const { rows } = await db.login('api').query<{ n: number }>(
           `SELECT count(*)::int AS n FROM pg_stat_activity
             WHERE datname = current_database() AND wait_event_type = 'Lock'`,
         );
@@ -54,7 +54,7 @@ describe('refunds waiting for one payment', () => {
       ]);
       expect(payment?.status).toBe(202);
       expect(Date.now() - started).toBeLessThan(3_000);
-      const { rows } = await db.pool.query<{ n: number }>(
+      const { rows } = await db.login('api').query<{ n: number }>(
         `SELECT count(*)::int AS n FROM pg_stat_activity
           WHERE datname = current_database() AND wait_event_type = 'Lock'`,
       );
@@ -118,7 +118,7 @@ describe('refunds whose request ended before their turn', () => {
 });
 
 async function lockWaiters(): Promise<number> {
-  const { rows } = await db.pool.query<{ n: number }>(
+  const { rows } = await db.login('api').query<{ n: number }>(
     `SELECT count(*)::int AS n FROM pg_stat_activity
       WHERE datname = current_database() AND wait_event_type = 'Lock'`,
   );

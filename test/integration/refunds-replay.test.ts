@@ -117,20 +117,20 @@ describe('replaying a dead refund', () => {
     const kill = () =>
       db.pool.query(`UPDATE refund_jobs SET state = 'dead' WHERE refund_id = $1`, [id]);
     await kill();
-    expect(await reviveReplayedRefundJobs(db.pool, [{ refundId: id, token: 'run-1' }])).toEqual(
-      new Set([id]),
-    );
+    expect(
+      await reviveReplayedRefundJobs(db.login('settlement'), [{ refundId: id, token: 'run-1' }]),
+    ).toEqual(new Set([id]));
     const revived = await db.pool.query<{ state: string; attempts: number }>(
       'SELECT state, attempts FROM refund_jobs WHERE refund_id = $1',
       [id],
     );
     expect(revived.rows).toEqual([{ state: 'pending', attempts: 0 }]);
     await kill();
-    expect(await reviveReplayedRefundJobs(db.pool, [{ refundId: id, token: 'run-1' }])).toEqual(
-      new Set(),
-    );
-    expect(await reviveReplayedRefundJobs(db.pool, [{ refundId: id, token: 'run-2' }])).toEqual(
-      new Set([id]),
-    );
+    expect(
+      await reviveReplayedRefundJobs(db.login('settlement'), [{ refundId: id, token: 'run-1' }]),
+    ).toEqual(new Set());
+    expect(
+      await reviveReplayedRefundJobs(db.login('settlement'), [{ refundId: id, token: 'run-2' }]),
+    ).toEqual(new Set([id]));
   });
 });

@@ -159,8 +159,9 @@ describe('the refund worker', () => {
   it('when every refund above is worked, then the verifier finds no refund violation (and one it plants)', async () => {
     const refundCodes = (violations: { code: string }[]) =>
       violations.map((v) => v.code).filter((c) => /refund/.test(c));
+    // The verifier is an operator's tool that reads every table: the owner's login.
     const clean = await verifyPayments(
-      { db: harness.platform.pool },
+      { db: db.pool },
       { scope: {}, graceSeconds: 0, keyTtlSeconds: 86_400 },
     );
     expect(refundCodes(clean.violations)).toEqual([]);
@@ -168,7 +169,7 @@ describe('the refund worker', () => {
     const { id } = await refund('tok_visa', 100);
     await db.pool.query(`UPDATE refunds SET status = 'succeeded' WHERE id = $1`, [id]);
     const planted = await verifyPayments(
-      { db: harness.platform.pool },
+      { db: db.pool },
       { scope: {}, graceSeconds: 0, keyTtlSeconds: 86_400 },
     );
     expect(refundCodes(planted.violations).sort()).toEqual([

@@ -64,25 +64,24 @@ async function publishedBy(port: unknown): Promise<number> {
 describe('several relays at once', () => {
   it(`when two relay processes and one in-process relay publish ${EVENTS} events of ${PAYMENTS} payments, then every event is on the topic, each payment's in creation order, and duplicates carry their original's event id`, async () => {
     const config = testConfig({
-      DATABASE_URL: db.url,
+      DATABASE_URL: db.roleUrl('relay'),
       KAFKA_TOPIC_PAYMENTS: topic,
       RELAY_BATCH_SIZE: BATCH,
     });
     const processes: RoleProcess[] = [1, 2].map(() =>
       startRoleProcess('apps/relay/main.js', {
-        DATABASE_URL: db.url,
+        DATABASE_URL: db.roleUrl('relay'),
         REDIS_URL: config.REDIS_URL,
         KAFKA_BROKERS: config.KAFKA_BROKERS.join(','),
         KAFKA_TOPIC_PAYMENTS: topic,
         RELAY_BATCH_SIZE: BATCH,
         METRICS_PORT: '0',
         LOG_LEVEL: 'info',
-        DB_ALLOW_PRIVILEGED_LOGIN: 'true',
       }),
     );
     let inProcessPublished = 0;
     const relay = createRelay({
-      db: db.pool,
+      db: db.login('relay'),
       kafka: createRelayKafka(config, createLogger(config)),
       logger: createLogger(config),
       config,
@@ -91,7 +90,7 @@ describe('several relays at once', () => {
       },
     });
     const listener = listenForOutbox({
-      connectionString: db.url,
+      connectionString: db.roleUrl('relay'),
       logger: createLogger(config),
       onNotify: relay.wake,
     });

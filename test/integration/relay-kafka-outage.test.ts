@@ -56,19 +56,19 @@ describe('kafka outage', () => {
       const privateBroker = broker;
       if (!privateBroker) throw new Error('no private broker');
       const config = testConfig({
-        DATABASE_URL: db.url,
+        DATABASE_URL: db.roleUrl('relay'),
         KAFKA_BROKERS: privateBroker.brokers,
         RELAY_BATCH_SIZE: '20',
         RELAY_POLL_INTERVAL_MS: '200',
       });
       const relay = createRelay({
-        db: db.pool,
+        db: db.login('relay'),
         kafka: createRelayKafka(config, createLogger(config)),
         logger: createLogger(config),
         config,
       });
       const listener = listenForOutbox({
-        connectionString: db.url,
+        connectionString: db.roleUrl('relay'),
         logger: createLogger(config),
         onNotify: relay.wake,
       });

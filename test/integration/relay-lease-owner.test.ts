@@ -73,11 +73,11 @@ async function rowState(id: string): Promise<RowState> {
 /** Relay A claims the one row, its lease runs out, relay B claims the same row. */
 async function claimTakenOver(): Promise<{ a: Claim; b: Claim; id: string }> {
   await insertOutboxEvents(db.pool, 1, { topic });
-  const a = await claimEvents(db.pool, 10, SHORT_LEASE_MS);
+  const a = await claimEvents(db.login('relay'), 10, SHORT_LEASE_MS);
   const [row] = a.events;
   if (!row) throw new Error('relay A claimed nothing');
   await new Promise((resolve) => setTimeout(resolve, SHORT_LEASE_MS * 3));
-  const b = await claimEvents(db.pool, 10, LONG_LEASE_MS);
+  const b = await claimEvents(db.login('relay'), 10, LONG_LEASE_MS);
   expect(b.events.map((event) => event.id)).toEqual([row.id]);
   expect(b.owner).not.toBe(a.owner);
   return { a, b, id: row.id };
@@ -92,21 +92,25 @@ describe('lease owner token', () => {
   it('when relay A marks a row whose lease relay B took over, then 0 rows change and B marks it', async () => {
     const { a, b, id } = await claimTakenOver();
 
-    expect(await markPublished(db.pool, a.owner, [id])).toBe(0);
+    expect(await markPublished(db.login('relay'), a.owner, [id])).toBe(0);
     expect(await rowState(id)).toEqual(heldByB(b));
 
-    expect(await markPublished(db.pool, b.owner, [id])).toBe(1);
+    expect(await markPublished(db.login('relay'), b.owner, [id])).toBe(1);
     expect(await rowState(id)).toMatchObject({ published: true, leasedFor: 'none', owner: null });
   });
 
   it('when relay A releases a row whose lease relay B took over, then B keeps its lease and no one else can claim the row', async () => {
     const { a, b, id } = await claimTakenOver();
 
-    expect(await releaseEvents(db.pool, a.owner, [id], 'kafka unavailable: test')).toBe(0);
+    expect(await releaseEvents(db.login('relay'), a.owner, [id], 'kafka unavailable: test')).toBe(
+      0,
+    );
     expect(await rowState(id)).toEqual(heldByB(b));
-    expect((await claimEvents(db.pool, 10, LONG_LEASE_MS)).events).toEqual([]);
+    expect((await claimEvents(db.login('relay'), 10, LONG_LEASE_MS)).events).toEqual([]);
 
-    expect(await releaseEvents(db.pool, b.owner, [id], 'kafka unavailable: test')).toBe(1);
+    expect(await releaseEvents(db.login('relay'), b.owner, [id], 'kafka unavailable: test')).toBe(
+      1,
+    );
     expect(await rowState(id)).toMatchObject({ published: false, leasedFor: 'none', owner: null });
   });
 
@@ -114,22 +118,24 @@ describe('lease owner token', () => {
     const { a, b, id } = await claimTakenOver();
 
     // maxAttempts 1: without the owner check this would park the row under B's feet.
-    expect(await recordFailedAttempt(db.pool, a.owner, id, 'refused', 1, 1_000)).toEqual({
+    expect(await recordFailedAttempt(db.login('relay'), a.owner, id, 'refused', 1, 1_000)).toEqual({
       counted: false,
       parked: false,
     });
     expect(await rowState(id)).toEqual(heldByB(b));
 
-    expect(await markPublished(db.pool, b.owner, [id])).toBe(1);
+    expect(await markPublished(db.login('relay'), b.owner, [id])).toBe(1);
     expect(await rowState(id)).toMatchObject({ published: true, parked: false, attempts: 0 });
   });
 
   it('when the owner counts a failed attempt, then it is counted, and parking clears the owner', async () => {
     await insertOutboxEvents(db.pool, 1, { topic });
-    const claim = await claimEvents(db.pool, 10, LONG_LEASE_MS);
+    const claim = await claimEvents(db.login('relay'), 10, LONG_LEASE_MS);
     const id = claim.events[0]?.id ?? '';
 
-    expect(await recordFailedAttempt(db.pool, claim.owner, id, 'refused', 2, 1_000)).toEqual({
+    expect(
+      await recordFailedAttempt(db.login('relay'), claim.owner, id, 'refused', 2, 1_000),
+    ).toEqual({
       counted: true,
       parked: false,
     });
@@ -138,7 +144,9 @@ describe('lease owner token', () => {
       leasedFor: 'future',
       owner: claim.owner,
     });
-    expect(await recordFailedAttempt(db.pool, claim.owner, id, 'refused', 2, 1_000)).toEqual({
+    expect(
+      await recordFailedAttempt(db.login('relay'), claim.owner, id, 'refused', 2, 1_000),
+    ).toEqual({
       counted: true,
       parked: true,
     });
@@ -170,21 +178,21 @@ describe('lease owner token in a running relay', () => {
     const [event] = await insertOutboxEvents(db.pool, 1, { topic: relayTopic });
     const id = event?.id ?? '';
     const config = testConfig({
-      DATABASE_URL: db.url,
+      DATABASE_URL: db.roleUrl('relay'),
       KAFKA_TOPIC_PAYMENTS: relayTopic,
       RELAY_LEASE_MS: String(SHORT_LEASE_MS),
     });
     const logger = createLogger(config);
     let b: Claim | undefined;
     const relayA = createRelay({
-      db: db.pool,
+      db: db.login('relay'),
       kafka: createRelayKafka(config, logger),
       logger,
       config,
       afterPublish: async () => {
         // Acked by Kafka; A's lease runs out and B claims the row before A marks it.
         await new Promise((resolve) => setTimeout(resolve, SHORT_LEASE_MS * 3));
-        b = await claimEvents(db.pool, 10, LONG_LEASE_MS);
+        b = await claimEvents(db.login('relay'), 10, LONG_LEASE_MS);
       },
     });
     try {
@@ -197,7 +205,7 @@ describe('lease owner token in a running relay', () => {
     expect(b.events.map((claimed) => claimed.id)).toEqual([id]);
     expect(await rowState(id)).toEqual(heldByB(b));
 
-    expect(await markPublished(db.pool, b.owner, [id])).toBe(1);
+    expect(await markPublished(db.login('relay'), b.owner, [id])).toBe(1);
     expect(await rowState(id)).toMatchObject({ published: true });
   });
 });

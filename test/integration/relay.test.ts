@@ -70,7 +70,7 @@ afterEach(async () => {
 
 function relay(overrides: Partial<RelayDeps> = {}, configOverrides: Partial<Config> = {}): Relay {
   const created = createRelay({
-    db: db.pool,
+    db: db.login('relay'),
     kafka: relayKafka,
     logger: createLogger(config),
     config: { ...config, ...configOverrides },
@@ -264,7 +264,7 @@ describe('outbox relay (real Postgres, real Kafka)', () => {
     const applicationName = `relay-listener-${uniqueSuffix()}`;
     let listening = 0;
     const listener = listenForOutbox({
-      connectionString: db.url,
+      connectionString: db.roleUrl('relay'),
       logger: createLogger(config),
       onNotify: r.wake,
       onListening: () => listening++,
@@ -284,7 +284,8 @@ describe('outbox relay (real Postgres, real Kafka)', () => {
       { timeout: 10_000 },
     );
 
-    const { rowCount } = await db.pool.query(
+    // As the relay's login: only a member of a backend's role may terminate it.
+    const { rowCount } = await db.login('relay').query(
       `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
         WHERE application_name = $1 AND datname = current_database()`,
       [applicationName],
@@ -350,7 +351,7 @@ describe('outbox relay (real Postgres, real Kafka)', () => {
       cwd: REPO_ROOT,
       env: {
         PATH: process.env.PATH ?? '',
-        DATABASE_URL: db.url,
+        DATABASE_URL: db.roleUrl('relay'),
         KAFKA_BROKERS: config.KAFKA_BROKERS.join(','),
         RELAY_LEASE_MS: '1000',
         LOG_LEVEL: 'silent',
@@ -390,7 +391,7 @@ describe('outbox relay (real Postgres, real Kafka)', () => {
   });
 
   it('when rows wait and get published, then /metrics reports backlog, oldest pending age, lag and the published counter', async () => {
-    const unregister = registerBacklogProbe(() => readBacklog(db.pool));
+    const unregister = registerBacklogProbe(() => readBacklog(db.login('relay')));
     const server = await startInternalServer(
       {
         host: '127.0.0.1',

@@ -26,7 +26,9 @@ beforeAll(async () => {
   await db.pool.query(`
     CREATE TABLE test_fault (payment_id uuid PRIMARY KEY);
     CREATE SEQUENCE test_fault_hits;
-    CREATE FUNCTION test_fail_marked_job() RETURNS trigger LANGUAGE plpgsql AS $$
+    -- SECURITY DEFINER: the trigger fires in settlement's statements (payments_settlement),
+    -- which may not read the test's own table and sequence.
+    CREATE FUNCTION test_fail_marked_job() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$
     BEGIN
       IF EXISTS (SELECT 1 FROM test_fault WHERE payment_id = NEW.payment_id) THEN
         PERFORM nextval('test_fault_hits'); -- not rolled back: counts the failed tries

@@ -52,29 +52,29 @@ describe('settlement job claims', () => {
     const leaseEnded = await job(-10, -2);
     const due = await job(-5, null);
 
-    const claimed = await claimDueJobs(db.pool, 10, 60_000, 5);
+    const claimed = await claimDueJobs(db.login('settlement'), 10, 60_000, 5);
 
     // Claimable 5 s ago (due, never leased) comes before claimable 2 s ago (due 10 s ago, but
     // leased until 2 s ago).
     expect(claimed.map((c) => c.paymentId)).toEqual([due, leaseEnded]);
     expect(claimed.map((c) => c.attempts)).toEqual([1, 1]);
-    expect(await claimDueJobs(db.pool, 10, 60_000, 5)).toEqual([]);
+    expect(await claimDueJobs(db.login('settlement'), 10, 60_000, 5)).toEqual([]);
     const claimedIds = new Set(claimed.map((c) => c.paymentId));
     expect(leased.some((id) => claimedIds.has(id))).toBe(false);
     expect(claimedIds.has(later)).toBe(false);
 
     // Everything pending is leased (60 s) or due in 30 s: the next claimable moment is in ~30 s.
-    const next = await secondsFromNow(await nextDueAt(db.pool));
+    const next = await secondsFromNow(await nextDueAt(db.login('settlement')));
     expect(next).toBeGreaterThan(25);
     expect(next).toBeLessThanOrEqual(30);
   });
 
   it('when no job is pending, then next-due is null; a dead job is never claimed', async () => {
     await db.pool.query('DELETE FROM settlement_jobs');
-    expect(await nextDueAt(db.pool)).toBeNull();
+    expect(await nextDueAt(db.login('settlement'))).toBeNull();
     const dead = await job(-5, null);
     await db.pool.query(`UPDATE settlement_jobs SET state = 'dead' WHERE payment_id = $1`, [dead]);
-    expect(await claimDueJobs(db.pool, 10, 60_000, 5)).toEqual([]);
-    expect(await nextDueAt(db.pool)).toBeNull();
+    expect(await claimDueJobs(db.login('settlement'), 10, 60_000, 5)).toEqual([]);
+    expect(await nextDueAt(db.login('settlement'))).toBeNull();
   });
 });

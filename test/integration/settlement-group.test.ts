@@ -24,7 +24,7 @@ afterAll(async () => {
 
 /** The simulator, counting the calls this instance made. */
 function countingAcquirer(): Acquirer & { calls: number } {
-  const simulator = createAcquirerSimulator(db.pool, {
+  const simulator = createAcquirerSimulator(db.login('settlement'), {
     latencyMs: 0,
     transientFailureRate: 0,
     timeoutTokenDelayMs: 1_000,

@@ -42,7 +42,6 @@ function settlementEnv(): Record<string, string> {
     LOG_LEVEL: 'info',
     ...FAST_SETTLEMENT,
     SETTLEMENT_LEASE_MS: '1000',
-    DB_ALLOW_PRIVILEGED_LOGIN: 'true',
   };
 }
 
@@ -61,7 +60,7 @@ describe('settlement process killed between the charge and the commit', () => {
       // The charge is on the acquirer's books and our commit is stuck behind the lock.
       await eventually('settlement waiting on its commit after charging', async () => {
         const facts = await settlementFacts(db, id);
-        const { rows } = await db.pool.query<{ n: number }>(
+        const { rows } = await db.login('settlement').query<{ n: number }>(
           `SELECT count(*)::int AS n FROM pg_stat_activity
             WHERE datname = current_database() AND wait_event_type = 'Lock'
               AND query LIKE 'INSERT INTO outbox%'`,
@@ -75,7 +74,7 @@ describe('settlement process killed between the charge and the commit', () => {
     }
     // Nothing of the dead process's transaction survived.
     await eventually('the dead backend gone', async () => {
-      const { rows } = await db.pool.query<{ n: number }>(
+      const { rows } = await db.login('settlement').query<{ n: number }>(
         `SELECT count(*)::int AS n FROM pg_stat_activity
           WHERE datname = current_database() AND query LIKE 'INSERT INTO outbox%' AND state <> 'idle'`,
       );

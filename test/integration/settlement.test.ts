@@ -138,7 +138,7 @@ describe('settlement consumer', () => {
       },
       1,
     );
-    const simulator = createAcquirerSimulator(db.pool, {
+    const simulator = createAcquirerSimulator(db.login('settlement'), {
       latencyMs: 0,
       transientFailureRate: 0,
       timeoutTokenDelayMs: 1_000,

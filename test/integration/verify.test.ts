@@ -18,7 +18,7 @@ let api: TestApi;
 const ids: Record<string, string> = {};
 
 function verifyCli(...args: string[]) {
-  return runVerifyCli(api.platform.config, args);
+  return runVerifyCli(db, api.platform.config, args);
 }
 
 beforeAll(async () => {

@@ -42,17 +42,25 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const build = compile('tsconfig.build.json').then(() => compile('tools/tsconfig.json'));
   const { services, stop } = await resolveServices();
   const runId = `t${Date.now().toString(36)}${process.pid.toString(36)}`;
-  const admin = new pg.Client({ connectionString: services.databaseUrl });
-  await admin.connect();
+  let template: { name: string };
   try {
-    await ensureServiceRoles(admin);
-  } finally {
-    await admin.end();
+    const admin = new pg.Client({ connectionString: services.databaseUrl });
+    await admin.connect();
+    try {
+      await ensureServiceRoles(admin);
+    } finally {
+      await admin.end();
+    }
+    const scratch = await createScratchDatabase(services.databaseUrl, `${runId}_template`);
+    const logger = createLogger({ LOG_LEVEL: 'warn', LOG_FORMAT: 'json' });
+    await migrateUp(scratch.url, logger);
+    await build;
+    template = scratch;
+  } catch (error) {
+    // No teardown runs when setup fails: stop what resolveServices started (containers).
+    await stop();
+    throw error;
   }
-  const template = await createScratchDatabase(services.databaseUrl, `${runId}_template`);
-  const logger = createLogger({ LOG_LEVEL: 'warn', LOG_FORMAT: 'json' });
-  await migrateUp(template.url, logger);
-  await build;
   project.provide('services', services);
   project.provide('templateDatabase', template.name);
   project.provide('runId', runId);

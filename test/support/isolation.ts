@@ -5,6 +5,7 @@ import { inject } from 'vitest';
 import { loadConfig, type Config } from '../../src/platform/config.js';
 import { deleteKeysWithPrefix as deleteAllWithPrefix } from '../../tools/support/delete-keys-with-prefix.js';
 import { createScratchDatabase } from '../../tools/support/scratch-database.js';
+import { roleDatabaseUrl, type ServiceRole } from './role-login.js';
 
 /** A short random suffix; test resources are named `<what>-<suffix>` so parallel files never meet. */
 export function uniqueSuffix(): string {
@@ -16,8 +17,14 @@ export function uniqueTopic(prefix = 'test'): string {
 }
 
 export interface TestDatabase {
+  /** The owner's URL: for migrating and for the test's own setup and assertions, never for role code. */
   url: string;
+  /** The owner's pool: the test's eyes (setup rows, assertions), never what the code under test runs on. */
   pool: pg.Pool;
+  /** The URL of a process kind's own login on this database, as deployed (README, compose). */
+  roleUrl: (role: ServiceRole) => string;
+  /** A pool on a process kind's own login (created on first use, closed by drop). */
+  login: (role: ServiceRole) => pg.Pool;
   drop: () => Promise<void>;
 }
 
@@ -34,11 +41,22 @@ export async function createTestDatabase({ migrated = true } = {}): Promise<Test
   // pool.end() resolves before its connections have closed, so the DROP ... WITH (FORCE) below
   // can terminate one that is still closing; that error is expected and must not crash the file.
   pool.on('error', () => undefined);
+  const logins = new Map<ServiceRole, pg.Pool>();
   return {
     url: database.url,
     pool,
+    roleUrl: (role) => roleDatabaseUrl(database.url, role),
+    login: (role) => {
+      let rolePool = logins.get(role);
+      if (!rolePool) {
+        rolePool = new pg.Pool({ connectionString: roleDatabaseUrl(database.url, role), max: 5 });
+        rolePool.on('error', () => undefined);
+        logins.set(role, rolePool);
+      }
+      return rolePool;
+    },
     drop: async () => {
-      await pool.end();
+      await Promise.all([pool.end(), ...[...logins.values()].map((rolePool) => rolePool.end())]);
       await database.drop();
     },
   };
@@ -78,14 +96,30 @@ export async function deleteKeysWithPrefix(redis: Redis, prefix: string): Promis
   }
 }
 
-/** Service configuration for a test: the run's services, this file's database and names. */
+/**
+ * Service configuration for a test: the run's services, this file's database and names. The
+ * database login is a process kind's own (the API's unless `DATABASE_URL` says otherwise), as
+ * deployed: a DATABASE_URL that logs in as the owner is refused here, so no test can run role
+ * code with more rights than production gives it, unless it sets DB_ALLOW_PRIVILEGED_LOGIN=true
+ * (only the tests of that refusal do).
+ */
 export function testConfig(overrides: Record<string, string> = {}): Config {
   const services = inject('services');
+  const databaseUrl = overrides.DATABASE_URL ?? roleDatabaseUrl(services.databaseUrl, 'api');
+  if (
+    new URL(databaseUrl).username === new URL(services.databaseUrl).username &&
+    overrides.DB_ALLOW_PRIVILEGED_LOGIN !== 'true'
+  ) {
+    throw new Error(
+      'testConfig: DATABASE_URL is the owner login; run role code as its own login ' +
+        "(db.roleUrl('api' | 'relay' | 'settlement'))",
+    );
+  }
   return loadConfig({
     NODE_ENV: 'test',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     PORT: '0',
-    DATABASE_URL: services.databaseUrl,
+    DATABASE_URL: databaseUrl,
     REDIS_URL: services.redisUrl,
     KAFKA_BROKERS: services.kafkaBrokers,
     REDIS_KEY_PREFIX: `test:${uniqueSuffix()}:`,

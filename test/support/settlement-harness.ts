@@ -51,7 +51,11 @@ export async function createSettlementHarness(
   overrides: Record<string, string> = {},
   partitions = 3,
 ): Promise<SettlementHarness> {
-  const config = testConfig({ DATABASE_URL: db.url, ...FAST_SETTLEMENT, ...overrides });
+  const config = testConfig({
+    ...FAST_SETTLEMENT,
+    ...overrides,
+    DATABASE_URL: db.roleUrl('settlement'),
+  });
   const platform = await createPlatform(config, createLogger(config));
   await ensureTopics(
     platform.admin,
@@ -91,7 +95,8 @@ export async function createSettlementHarness(
         metadata: {},
       };
       const resource = newPaymentResource(id, body, createdAt);
-      await insertPaymentOnce(db.pool, {
+      // What the API writes, as the API's login writes it.
+      await insertPaymentOnce(db.login('api'), {
         merchantId: merchant.id,
         idempotencyKey: `key-${uniqueSuffix()}`,
         fingerprint: Buffer.alloc(32),

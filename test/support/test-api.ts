@@ -17,13 +17,17 @@ export interface TestApi {
   close: () => Promise<void>;
 }
 
-/** The real API (real Postgres, Redis, Kafka clients) on port 0, against `db`. */
+/**
+ * The real API (real Postgres, Redis, Kafka clients) on port 0, against `db`, logged in as
+ * payments_api as deployed. Merchants are created with the owner's pool, as the owner-only
+ * `npm run merchant:create` does.
+ */
 export async function startTestApi(
   db: TestDatabase,
   overrides: Record<string, string> = {},
   options: ApiOptions = {},
 ): Promise<TestApi> {
-  const config = testConfig({ DATABASE_URL: db.url, ...overrides });
+  const config = testConfig({ DATABASE_URL: db.roleUrl('api'), ...overrides });
   const platform = await createPlatform(config, createLogger(config));
   const api = await startApi(platform, options);
   return {

@@ -1,25 +1,65 @@
 import { startRelay } from '../../src/apps/relay/start-relay.js';
+import type { RunningRole } from '../../src/apps/running-role.js';
 import { startSettlement } from '../../src/apps/settlement/start-settlement.js';
-import type { TestDatabase } from './isolation.js';
+import { createLogger } from '../../src/platform/logger.js';
+import { createPlatform, type Platform } from '../../src/platform/platform.js';
+import { testConfig, type TestDatabase } from './isolation.js';
+import type { ServiceRole } from './role-login.js';
 import { FAST_SETTLEMENT } from './settlement-harness.js';
 import { startTestApi, type TestApi } from './test-api.js';
 
 /**
- * The whole product in this process against `db`: the real API on port 0, the relay and
- * settlement (test-fast retry timings), with the file's own topics and Redis prefix.
- * `close` stops the roles, then the API and its clients.
+ * The whole product against `db`, as deployed: the real API on port 0, the relay and settlement
+ * (test-fast retry timings), each with its own clients and its own database login
+ * (payments_api, payments_relay, payments_settlement), sharing the file's topics, consumer group
+ * and Redis prefix. `close` stops the roles, then the API and its clients.
  */
 export async function startTestPipeline(
   db: TestDatabase,
   overrides: Record<string, string> = {},
 ): Promise<TestApi> {
   const api = await startTestApi(db, { ...FAST_SETTLEMENT, ...overrides });
-  const roles = [await startRelay(api.platform), await startSettlement(api.platform)];
+  const shared = api.platform.config;
+  const platforms: Platform[] = [];
+  const roles: RunningRole[] = [];
+  try {
+    for (const [role, start] of [
+      ['relay', startRelay],
+      ['settlement', startSettlement],
+    ] as const) {
+      const platform = await rolePlatform(db, role, {
+        ...FAST_SETTLEMENT,
+        ...overrides,
+        REDIS_KEY_PREFIX: shared.REDIS_KEY_PREFIX,
+        KAFKA_TOPIC_PAYMENTS: shared.KAFKA_TOPIC_PAYMENTS,
+        KAFKA_TOPIC_DLQ: shared.KAFKA_TOPIC_DLQ,
+        KAFKA_CONSUMER_GROUP: shared.KAFKA_CONSUMER_GROUP,
+      });
+      platforms.push(platform);
+      roles.push(await start(platform));
+    }
+  } catch (error) {
+    for (const role of roles.reverse()) await role.close();
+    for (const platform of platforms) await platform.close();
+    await api.close();
+    throw error;
+  }
   return {
     ...api,
     close: async () => {
       for (const role of roles.reverse()) await role.close();
+      for (const platform of platforms) await platform.close();
       await api.close();
     },
   };
+}
+
+/** A process kind's clients on `db` with its own login (overrides name topics, prefix, ...). */
+export function rolePlatform(
+  db: TestDatabase,
+  role: ServiceRole,
+  overrides: Record<string, string> = {},
+): Promise<Platform> {
+  const config = testConfig({ ...overrides, DATABASE_URL: db.roleUrl(role) });
+  return createPlatform(config, createLogger(config));
 }

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { Config } from '../../src/platform/config.js';
+import type { TestDatabase } from './isolation.js';
 import { REPO_ROOT } from './services.js';
 
 const run = promisify(execFile);
@@ -15,13 +16,12 @@ export interface CliResult {
 /**
  * Runs the real `npm run verify` entry point (dist-tools/tools/cli/verify.js) against a test file's
  * database and topics, and resolves with its exit code and output (never rejects on a non-zero
- * exit: that is what the tests look at).
+ * exit: that is what the tests look at). The verifier is an operator's tool that reads every
+ * table: it logs in as the owner (`db.url`), as an operator runs it, not as a service role.
  */
 export async function runVerifyCli(
-  config: Pick<
-    Config,
-    'DATABASE_URL' | 'KAFKA_BROKERS' | 'KAFKA_TOPIC_PAYMENTS' | 'KAFKA_TOPIC_DLQ'
-  >,
+  db: Pick<TestDatabase, 'url'>,
+  config: Pick<Config, 'KAFKA_BROKERS' | 'KAFKA_TOPIC_PAYMENTS' | 'KAFKA_TOPIC_DLQ'>,
   args: readonly string[],
 ): Promise<CliResult> {
   try {
@@ -31,7 +31,7 @@ export async function runVerifyCli(
       {
         env: {
           PATH: process.env.PATH ?? '',
-          DATABASE_URL: config.DATABASE_URL,
+          DATABASE_URL: db.url,
           KAFKA_BROKERS: config.KAFKA_BROKERS.join(','),
           KAFKA_TOPIC_PAYMENTS: config.KAFKA_TOPIC_PAYMENTS,
           KAFKA_TOPIC_DLQ: config.KAFKA_TOPIC_DLQ,

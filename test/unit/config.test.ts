@@ -149,6 +149,18 @@ describe('loadConfig: secrets from files and production defaults', () => {
     expect(error.variable).toBe('REDIS_URL');
   });
 
+  it.each(['payments_api', 'payments_relay', 'payments_settlement'])(
+    'when NODE_ENV=production and DATABASE_URL is the local %s login (password = name), then it is refused',
+    (role) => {
+      const error = errorFor({
+        NODE_ENV: 'production',
+        DATABASE_URL: `postgres://${role}:${role}@db:5432/payments`,
+      });
+      expect(error.variable).toBe('DATABASE_URL');
+      expect(error.message).toContain('built-in development credentials');
+    },
+  );
+
   it('when NODE_ENV=production and the credentials are real, then the configuration loads', () => {
     const config = loadConfig(
       { NODE_ENV: 'production', DATABASE_URL_FILE: '/run/secrets/db' },
