@@ -10,6 +10,9 @@ const API_KEY_PREFIX = 'sk_';
 const DISPLAY_PREFIX_LENGTH = API_KEY_PREFIX.length + 4;
 const DISPLAY_SUFFIX_LENGTH = 4;
 
+/** Every key this service has issued: "sk_" and 32 random bytes in base64url (43 characters). */
+const API_KEY_FORMAT = /^sk_[A-Za-z0-9_-]{43}$/;
+
 export function generateApiKey(): string {
   return `${API_KEY_PREFIX}${randomBytes(32).toString('base64url')}`;
 }
@@ -22,10 +25,28 @@ export function hashApiKey(apiKey: string): Buffer {
   return createHash('sha256').update(apiKey).digest();
 }
 
+/**
+ * True for a string shaped like a key this service issues. Anything else cannot be a live key
+ * (every key ever stored was made by generateApiKey, migrated ones included), so it is refused
+ * without a database lookup.
+ */
+export function isWellFormedApiKey(value: string): boolean {
+  return API_KEY_FORMAT.test(value);
+}
+
+/**
+ * The public part of a presented key, as `merchant:key list` shows it ("sk_" and four
+ * characters): failed authentications are counted per prefix as well as per address, so many
+ * addresses guessing at one key are limited together. Any string has one (its first characters).
+ */
+export function apiKeyPrefix(presented: string): string {
+  return presented.slice(0, DISPLAY_PREFIX_LENGTH);
+}
+
 /** What may be shown of a key after its creation: enough to tell keys apart, not to use one. */
 export function displayParts(apiKey: string): { prefix: string; lastFour: string } {
   return {
-    prefix: apiKey.slice(0, DISPLAY_PREFIX_LENGTH),
+    prefix: apiKeyPrefix(apiKey),
     lastFour: apiKey.slice(-DISPLAY_SUFFIX_LENGTH),
   };
 }

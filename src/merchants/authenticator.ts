@@ -1,4 +1,5 @@
 import type { Queryable } from '../platform/db.js';
+import { isWellFormedApiKey } from './api-key.js';
 import { findMerchantByApiKey, type Merchant } from './merchant-repository.js';
 
 /** Enough for thousands of active merchants per process; beyond it the oldest entry goes. */
@@ -7,7 +8,10 @@ const MAX_CACHED_KEYS = 10_000;
 const MAX_CACHED_UNKNOWN_KEYS = 10_000;
 
 export interface Authenticator {
-  /** The merchant of a live key, or null; answers from memory while the key is cached. */
+  /**
+   * The merchant of a live key, or null; answers from memory while the key is cached, and
+   * without any lookup for a string that is not shaped like a key.
+   */
   authenticate: (apiKey: string) => Promise<Merchant | null>;
   /** True when `apiKey` would be answered from memory (no database work). */
   isCached: (apiKey: string) => boolean;
@@ -17,7 +21,8 @@ export interface Authenticator {
  * Resolves an API key to its merchant (and tier). Hits are cached for `ttlMs`, never past the
  * key's own expiry, so a revoked key stops working on every replica within `ttlMs` and a replay
  * served from Redis never touches Postgres. Unknown keys are cached for `negativeTtlMs`, so a
- * client repeating a wrong key costs one lookup per interval, not one per request.
+ * client repeating a wrong key costs one lookup per interval, not one per request. A string
+ * that is not shaped like an issued key is refused before any of it: it costs nothing.
  */
 export function createAuthenticator(
   db: Queryable,
@@ -41,6 +46,7 @@ export function createAuthenticator(
     authenticate: async (apiKey) => {
       const cached = lookup(apiKey);
       if (cached !== undefined) return cached;
+      if (!isWellFormedApiKey(apiKey)) return null;
       const found = await findMerchantByApiKey(db, apiKey);
       known.delete(apiKey);
       unknown.delete(apiKey);

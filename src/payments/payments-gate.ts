@@ -1,14 +1,18 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { apiKeyPrefix } from '../merchants/api-key.js';
 import type { Authenticator } from '../merchants/authenticator.js';
 import type { Merchant } from '../merchants/merchant-repository.js';
 import { rateLimitHeaders } from '../rate-limits/rate-limit-headers.js';
-import type { RateLimit, RatePolicy } from '../rate-limits/rate-limiter.js';
+import type { RateDecision, RateLimit, RatePolicy } from '../rate-limits/rate-limiter.js';
 import { ApiError } from '../http/api-error.js';
 
 export interface PaymentsGateDeps {
   authenticator: Authenticator;
   rateLimit: RateLimit;
-  /** The bucket of a client address for lookups of keys this process has not verified. */
+  /**
+   * Failed authentications allowed per client address, and (as a bucket of its own, the same
+   * numbers) per presented key prefix. Only failures spend from them.
+   */
   unauthenticatedPolicy: RatePolicy;
 }
 
@@ -16,40 +20,61 @@ export interface PaymentsGateDeps {
 const BEARER = /^bearer +([\x21-\x7e]{1,200})$/i;
 
 /**
- * Authentication and rate limits in front of every /payments route, before any payment work:
- * 1. Failed authentications are limited per client address. A request whose key this process
- *    has not verified recently (missing, unknown, or its first use here) first reads its
- *    address's bucket and is refused with 429 while it is empty, before any lookup; a failed
- *    lookup then spends one token (401). Valid keys never spend: a burst of concurrent first
- *    requests with a new key is not mistaken for guessing.
- * 2. The merchant's tier bucket, shared by every replica through Redis, is spent next; its
+ * Authentication and rate limits in front of every /payments route, before any payment work
+ * (DESIGN 76):
+ * 1. The key is checked first: from this process's cache, else one indexed lookup (a string not
+ *    shaped like a key, or one looked up in vain within the negative TTL, costs none). A valid
+ *    key is never refused for failures, its own or anyone's: not behind a load balancer whose
+ *    one address a guesser shares, not for a prefix someone is guessing at.
+ * 2. Only a failed authentication is counted, against its client address, then (while the
+ *    address is under its limit) against the presented key prefix. It is 401, or 429 with
+ *    Retry-After when the address or the prefix had already used up its failures.
+ * 3. The merchant's tier bucket, shared by every replica through Redis, is spent next; its
  *    RateLimit fields are set on the response, so every answer after this point carries them.
  */
 export function paymentsGate(deps: PaymentsGateDeps): RequestHandler {
-  const policy = deps.unauthenticatedPolicy;
-  /** From an empty bucket, one token is back after this long. */
-  const oneTokenSeconds = Math.max(1, Math.ceil(1 / policy.ratePerSecond));
+  const byAddress = deps.unauthenticatedPolicy;
+  const byPrefix: RatePolicy = { ...byAddress, name: `${byAddress.name}-key-prefix` };
+
+  const tooMany = (message: string, policy: RatePolicy, decision: RateDecision) =>
+    new ApiError('rate_limited', message, {
+      headers: {
+        'Retry-After': String(decision.retryAfterSeconds),
+        ...rateLimitHeaders(policy, decision),
+      },
+    });
+
+  /** Counts one failed authentication and answers it: 401, or 429 over a failure limit. */
+  const failed = async (address: string, apiKey: string | null): Promise<ApiError> => {
+    const addressDecision = await deps.rateLimit('address', address, byAddress);
+    if (!addressDecision.allowed) {
+      return tooMany(
+        'Too many failed authentications from this address.',
+        byAddress,
+        addressDecision,
+      );
+    }
+    let shown: [RatePolicy, RateDecision] = [byAddress, addressDecision];
+    if (apiKey !== null) {
+      const prefixDecision = await deps.rateLimit('key-prefix', apiKeyPrefix(apiKey), byPrefix);
+      if (!prefixDecision.allowed) {
+        return tooMany(
+          'Too many failed authentications with this key prefix.',
+          byPrefix,
+          prefixDecision,
+        );
+      }
+      if (prefixDecision.remaining < addressDecision.remaining) shown = [byPrefix, prefixDecision];
+    }
+    return new ApiError('unauthorized', 'Send a valid API key as Authorization: Bearer <key>.', {
+      headers: rateLimitHeaders(...shown),
+    });
+  };
+
   return async (req: Request, res: Response, next: NextFunction) => {
     const apiKey = BEARER.exec(req.headers.authorization ?? '')?.[1] ?? null;
-    const address = req.ip ?? 'unknown';
-    if (apiKey === null || !deps.authenticator.isCached(apiKey)) {
-      const bucket = await deps.rateLimit('address', address, policy, 0);
-      if (bucket.remaining < 1) {
-        throw new ApiError('rate_limited', 'Too many failed authentications from this address.', {
-          headers: {
-            'Retry-After': String(oneTokenSeconds),
-            ...rateLimitHeaders(policy, bucket),
-          },
-        });
-      }
-    }
     const merchant: Merchant | null = apiKey ? await deps.authenticator.authenticate(apiKey) : null;
-    if (!merchant) {
-      const spent = await deps.rateLimit('address', address, policy, 1);
-      throw new ApiError('unauthorized', 'Send a valid API key as Authorization: Bearer <key>.', {
-        headers: rateLimitHeaders(policy, spent),
-      });
-    }
+    if (!merchant) throw await failed(req.ip ?? 'unknown', apiKey);
     const decision = await deps.rateLimit('merchant', merchant.id, merchant.tier);
     res.set(rateLimitHeaders(merchant.tier, decision));
     if (!decision.allowed) {

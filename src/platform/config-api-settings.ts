@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { integer } from './config-fields.js';
+import { integer, trustProxySetting } from './config-fields.js';
 
 /** The API's idempotency, HTTP bounds, rate limits and outage logging (part of configSchema). */
 export const apiSettings = {
@@ -98,16 +98,30 @@ export const apiSettings = {
       'Bound of each rate-limit call to Redis; past it the process limits from its own memory.',
     ),
   /**
-   * Failed authentications per client address (checked before any lookup): one a second
-   * sustained makes guessing keys pointless, and...
+   * Who the client is (`req.ip`, the address failed authentications are counted against).
+   * `false`: the socket's peer; no header can change it, so nobody can pose as another address.
+   * Behind a load balancer every request then has the balancer's address: name the balancer
+   * (its addresses or CIDR range, or a hop count) so the address it appends to X-Forwarded-For
+   * is used. `true` believes the left-most entry, which any client writes: never at an edge.
+   */
+  TRUST_PROXY: trustProxySetting
+    .default(false)
+    .describe(
+      "Express' `trust proxy`: `false` (client = socket peer), `true`, a hop count, or the proxies' IPs, CIDRs, `loopback`, comma-separated.",
+    ),
+  /**
+   * Failed authentications (a valid key never spends) per client address and, separately, per
+   * presented key prefix: one a second sustained makes guessing keys pointless, and...
    */
   RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: integer(1, 1_000_000)
     .default(60)
-    .describe('Failed authentications allowed per client address per minute (over it: 429).'),
+    .describe(
+      'Failed authentications allowed per minute per client address, and per presented key prefix (over it: 429; valid keys always pass).',
+    ),
   /** ...a burst of 20 forgives a misconfigured client's first retries. */
   RATE_LIMIT_UNAUTHENTICATED_BURST: integer(1, 1_000_000)
     .default(20)
-    .describe('Failed authentications a client address may make in a burst.'),
+    .describe('Failed authentications a client address, or a key prefix, may make in a burst.'),
   /** A revoked API key stops working within this long; keeps Postgres off the replay path. */
   AUTH_CACHE_TTL_MS: integer(0, 3_600_000)
     .default(30_000)

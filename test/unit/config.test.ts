@@ -173,6 +173,44 @@ describe('loadConfig: secrets from files and production defaults', () => {
     expect(loadConfig({}).DATABASE_URL).toContain('payments:payments');
   });
 
+  it.each([
+    [undefined, false],
+    ['false', false],
+    ['true', true],
+    ['2', 2],
+    ['loopback', ['loopback']],
+    [
+      '10.0.0.0/8, 192.168.1.7,fd00::/8, uniquelocal',
+      ['10.0.0.0/8', '192.168.1.7', 'fd00::/8', 'uniquelocal'],
+    ],
+  ])('when TRUST_PROXY=%j, then it is parsed for Express as %j', (value, parsed) => {
+    expect(loadConfig(value === undefined ? {} : { TRUST_PROXY: value }).TRUST_PROXY).toEqual(
+      parsed,
+    );
+  });
+
+  it.each([
+    ['yes'],
+    ['0'],
+    ['33'],
+    ['10.0.0.0/33'],
+    ['::1/129'],
+    ['loopback,'],
+    ['300.1.1.1'],
+    ['lan'],
+  ])(
+    'when TRUST_PROXY=%j, then it is refused with one line naming TRUST_PROXY and the value',
+    (value) => {
+      const error = errorFor({ TRUST_PROXY: value });
+      expect(error.variable).toBe('TRUST_PROXY');
+      expect(error.message).toMatch(
+        /^invalid configuration: TRUST_PROXY must be false, true, a hop count/,
+      );
+      expect(error.message).toContain(`(got ${JSON.stringify(value)})`);
+      expect(error.message).not.toContain('\n');
+    },
+  );
+
   it('when the unauthenticated burst is under one second of its rate, then it is refused', () => {
     const error = errorFor({
       RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '600',

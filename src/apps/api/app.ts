@@ -10,6 +10,7 @@ import { requestContext } from '../../http/request-context.js';
 import { traceRequests, type CallerContext } from '../../http/trace-requests.js';
 import { requestDeadline } from '../../http/request-deadline.js';
 import { paymentsRouter, type PaymentsRouterDeps } from '../../payments/payments-router.js';
+import type { TrustProxy } from '../../platform/config-fields.js';
 import type { Logger } from '../../platform/logger.js';
 import type { OutageLog } from '../../platform/outage-log.js';
 import type { ReadinessReport } from '../../platform/readiness.js';
@@ -38,6 +39,8 @@ export interface AppDeps {
   traceCallerContext?: CallerContext;
   /** HTTP_MAX_IN_FLIGHT: beyond it requests are answered 503 at once; absent, no limit. */
   admission?: AdmissionLimitOptions;
+  /** TRUST_PROXY: whose X-Forwarded-For decides `req.ip`; absent, nobody's (the socket's peer). */
+  trustProxy?: TrustProxy;
 }
 
 /** Builds the HTTP application without listening, so tests can serve it on port 0. */
@@ -45,6 +48,8 @@ export function buildApp(deps: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  // req.ip: the address failed authentications are counted against (payments-gate.ts).
+  app.set('trust proxy', deps.trustProxy ?? false);
   app.use(traceRequests(deps.traceCallerContext ?? 'continue'));
   app.use(httpMetrics());
   app.use(requestContext(deps.logger));

@@ -77,6 +77,7 @@ export async function startApi(
     unavailableRetryAfterSeconds: config.UNAVAILABLE_RETRY_AFTER_SECONDS,
     requestDeadlineMs: config.REQUEST_DEADLINE_MS,
     traceCallerContext: config.TRACE_CALLER_CONTEXT,
+    trustProxy: config.TRUST_PROXY,
     postgresOutage,
     admission: {
       maxInFlight: config.HTTP_MAX_IN_FLIGHT,
