@@ -42,33 +42,38 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const build = compile('tsconfig.build.json').then(() => compile('tools/tsconfig.json'));
   const { services, stop } = await resolveServices();
   const runId = `t${Date.now().toString(36)}${process.pid.toString(36)}`;
-  let template: { name: string };
+  let template: string;
   try {
-    const admin = new pg.Client({ connectionString: services.databaseUrl });
-    await admin.connect();
-    try {
-      await ensureServiceRoles(admin);
-    } finally {
-      await admin.end();
-    }
-    const scratch = await createScratchDatabase(services.databaseUrl, `${runId}_template`);
-    const logger = createLogger({ LOG_LEVEL: 'warn', LOG_FORMAT: 'json' });
-    await migrateUp(scratch.url, logger);
+    template = await migratedTemplate(services.databaseUrl, runId);
     await build;
-    template = scratch;
   } catch (error) {
     // No teardown runs when setup fails: stop what resolveServices started (containers).
     await stop();
     throw error;
   }
   project.provide('services', services);
-  project.provide('templateDatabase', template.name);
+  project.provide('templateDatabase', template);
   project.provide('runId', runId);
 
   return async () => {
     await dropScratchDatabasesWithPrefix(services.databaseUrl, runId);
     await stop();
   };
+}
+
+/** The service roles exist, then a migrated template database: returns its name. */
+async function migratedTemplate(adminUrl: string, runId: string): Promise<string> {
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await ensureServiceRoles(admin);
+  } finally {
+    await admin.end();
+  }
+  const template = await createScratchDatabase(adminUrl, `${runId}_template`);
+  const logger = createLogger({ LOG_LEVEL: 'warn', LOG_FORMAT: 'json' });
+  await migrateUp(template.url, logger);
+  return template.name;
 }
 
 /**
