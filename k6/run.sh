@@ -4,13 +4,18 @@
 #   (npm run k6 -- storm)
 #
 # - k6: $K6, else .stack/bin/k6 (scripts/install-k6.sh), else k6 on PATH.
-# - API_KEYS: when unset, creates MERCHANTS (2) merchants in DATABASE_URL's database with
-#   dist/cli/merchant-create.js (the same as `npm run merchant:create`), on the `bench` tier
-#   (defined here, the widest the tiers table allows) so the load is not rate limited.
+# - The service under load is whatever runs on BASE_URL(S): `npm run up` runs it as deployed,
+#   api, relay and settlement as three processes, each on its own database login.
+# - API_KEYS: when unset, creates MERCHANTS (2) merchants with dist/cli/merchant-create.js (the
+#   same as `npm run merchant:create`), on the `bench` tier (defined here, the widest the tiers
+#   table allows) so the load is not rate limited. Merchants and tiers are the owner's to write:
+#   they go through the owner's URL, MIGRATION_DATABASE_URL, else DATABASE_URL, else the local
+#   stack's (`scripts/stack.sh env`), never through a service login.
 # - RUN_ID: when unset, k6-<scenario>-<time>; every Idempotency-Key of the run starts with it.
 # - The k6 summary is saved to reports/k6-<RUN_ID without k6->.json; no usage report is sent.
 # - VERIFY=1: afterwards runs `npm run verify -- --wait $VERIFY_WAIT --key-prefix $RUN_ID`
-#   (VERIFY_WAIT 120 s) and fails when either k6's thresholds or the verifier failed.
+#   (VERIFY_WAIT 120 s) as the same owner login (an operator's read of everything) and fails
+#   when either k6's thresholds or the verifier failed.
 # Everything else (BASE_URL, KEYS, COPIES, VUS, RATE, DURATION, ...) is read by the scripts
 # themselves; see the header of each k6/<scenario>.js.
 set -euo pipefail
@@ -35,13 +40,19 @@ if [[ -z $K6 ]]; then
 fi
 
 export RUN_ID="${RUN_ID:-k6-$scenario-$(date +%Y%m%d-%H%M%S)}"
+owner_url="${MIGRATION_DATABASE_URL:-${DATABASE_URL:-}}"
+if [[ -z $owner_url ]]; then
+  owner_url="$(bash scripts/stack.sh env | sed -n 's/^export MIGRATION_DATABASE_URL=//p')"
+fi
 if [[ -z ${API_KEYS:-} ]]; then
   npm run -s build
   # Load tests measure the API, not the limit: their merchants get the widest tier.
-  node dist/cli/merchant-tier.js --define bench --rate 1000000 --burst 10000000 >/dev/null
+  DATABASE_URL="$owner_url" node dist/cli/merchant-tier.js --define bench --rate 1000000 \
+    --burst 10000000 >/dev/null
   keys=()
   for ((i = 1; i <= ${MERCHANTS:-2}; i++)); do
-    keys+=("$(node dist/cli/merchant-create.js --name "$RUN_ID merchant $i" --tier bench |
+    keys+=("$(DATABASE_URL="$owner_url" node dist/cli/merchant-create.js \
+      --name "$RUN_ID merchant $i" --tier bench |
       node -e 'process.stdout.write(JSON.parse(require("fs").readFileSync(0, "utf8")).api_key)')")
   done
   API_KEYS="$(IFS=,; echo "${keys[*]}")"
@@ -62,7 +73,8 @@ echo "k6/run.sh: check it with: npm run verify -- --wait 120 --key-prefix $RUN_I
 if [[ ${VERIFY:-0} == 1 ]]; then
   npm run -s build:tools
   verify_status=0
-  node dist-tools/tools/cli/verify.js --wait "${VERIFY_WAIT:-120}" --key-prefix "$RUN_ID" || verify_status=$?
+  DATABASE_URL="$owner_url" node dist-tools/tools/cli/verify.js --wait "${VERIFY_WAIT:-120}" \
+    --key-prefix "$RUN_ID" || verify_status=$?
   if [[ $status -eq 0 ]]; then status=$verify_status; fi
 fi
 exit "$status"
