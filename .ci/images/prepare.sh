@@ -276,10 +276,11 @@ smoke() {
 }
 
 need_image() {
-  local name=$1 tag=$2 hash current ctx t0=$SECONDS
+  local name=$1 tag=$2 hash current old_id ctx t0=$SECONDS
   [[ $name != kafka ]] || need_kafka_jars
   hash="$(inputs_hash "$name")"
   current="$(timeout 30 docker image inspect -f "{{index .Config.Labels \"$INPUTS_LABEL\"}}" "$tag" 2>/dev/null || true)"
+  old_id="$(timeout 30 docker image inspect -f '{{.Id}}' "$tag" 2>/dev/null || true)"
   if [[ $current == "$hash" ]]; then
     log "image $tag: up to date ($INPUTS_LABEL=$hash)"
     return 0
@@ -291,6 +292,8 @@ need_image() {
     -t "$tag" "$ctx" >"$LOGS/build-$name.log" 2>&1 ||
     { tail_log "$LOGS/build-$name.log"; die "docker build of $tag failed"; }
   rm -rf "$ctx"
+  # The previous build of this tag, now untagged (kept while a container or an image uses it).
+  [[ -z $old_id ]] || timeout 120 docker rmi "$old_id" >/dev/null 2>&1 || true
   local out
   if ! out="$(smoke "$tag" 2>&1)"; then
     printf '%s\n' "$out" >&2
@@ -310,8 +313,6 @@ for spec in "${IMAGES[@]}"; do
   name=${spec%%:*}
   need_image "$name" "${spec#*:}"
 done
-# Earlier builds of the same tags, now untagged.
-timeout 120 docker image prune -f --filter "label=$INPUTS_LABEL" >/dev/null || true
 finish_compose_build
 log "images:"
 timeout 30 docker image ls --format '{{.Repository}}:{{.Tag}} {{.Size}}' |
