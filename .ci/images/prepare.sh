@@ -271,7 +271,10 @@ smoke() {
     postgres:*) timeout 120 docker run --rm --entrypoint postgres "$tag" --version ;;
     redis:*) timeout 120 docker run --rm "$tag" redis-server --version ;;
     apache/kafka:*) timeout 120 docker run --rm "$tag" /opt/kafka/bin/kafka-topics.sh --version ;;
-    node:*) timeout 120 docker run --rm "$tag" sh -c 'echo "node $(node --version), npm $(npm --version)"' ;;
+    node:*)
+      # shellcheck disable=SC2016 # expanded by the container's shell
+      timeout 120 docker run --rm "$tag" sh -c 'echo "node $(node --version), npm $(npm --version)"'
+      ;;
   esac
 }
 
