@@ -112,13 +112,15 @@ async function startContainers(): Promise<{ services: Services; stop: () => Prom
     import('@testcontainers/redis'),
   ]);
   const client = await getContainerRuntimeClient();
-  await removeOrphans();
+  await removeContainers(isOrphan);
   const host = client.info.containerRuntime.host;
   const labels = { [OWNER_LABEL]: OWNER };
 
   const started: StartedTestContainer[] = [];
   const stop = async () => {
     await Promise.allSettled(started.splice(0).map((container) => container.stop({ timeout: 0 })));
+    // And those that never got as far as `started` (a wait that timed out, a port taken).
+    await removeContainers((owner) => owner === OWNER);
   };
   const track = <T extends StartedTestContainer>(container: T): T => {
     started.push(container);
@@ -126,7 +128,48 @@ async function startContainers(): Promise<{ services: Services; stop: () => Prom
   };
 
   // Kafka advertises the address clients use, so its host port is chosen before it starts.
-  const kafkaPort = await freePort();
+  const startKafka = async () => {
+    for (let attempt = 1; ; attempt += 1) {
+      const kafkaPort = await freePort();
+      const container = await new GenericContainer(IMAGES.kafka)
+        .withLabels(labels)
+        .withExposedPorts({ container: 9092, host: kafkaPort })
+        .withEnvironment({
+          KAFKA_NODE_ID: '1',
+          KAFKA_PROCESS_ROLES: 'broker,controller',
+          KAFKA_CONTROLLER_QUORUM_VOTERS: '1@localhost:9093',
+          KAFKA_LISTENERS:
+            'PLAINTEXT://0.0.0.0:9092,CONTROLLER://0.0.0.0:9093,INTERNAL://0.0.0.0:29092',
+          KAFKA_ADVERTISED_LISTENERS: `PLAINTEXT://${host}:${kafkaPort},INTERNAL://localhost:29092`,
+          KAFKA_LISTENER_SECURITY_PROTOCOL_MAP:
+            'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT',
+          KAFKA_CONTROLLER_LISTENER_NAMES: 'CONTROLLER',
+          KAFKA_INTER_BROKER_LISTENER_NAME: 'INTERNAL',
+          KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR: '1',
+          KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR: '1',
+          KAFKA_TRANSACTION_STATE_LOG_MIN_ISR: '1',
+          KAFKA_DEFAULT_REPLICATION_FACTOR: '1',
+          KAFKA_MIN_INSYNC_REPLICAS: '1',
+          KAFKA_NUM_PARTITIONS: '3',
+          KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS: '0',
+          KAFKA_AUTO_CREATE_TOPICS_ENABLE: 'true',
+          KAFKA_HEAP_OPTS: '-Xms256m -Xmx512m',
+        })
+        // The broker is up once it logged this and its port answers (the port check is part of
+        // every wait strategy).
+        .withWaitStrategy(Wait.forLogMessage(/Kafka Server started/))
+        .withStartupTimeout(STARTUP_TIMEOUT_MS)
+        .start()
+        .catch((error: unknown) => {
+          // The port was free when chosen; something (Docker's own port allocator) took it since.
+          if (attempt < 3 && /already allocated|address already in use/i.test(String(error))) {
+            return undefined;
+          }
+          throw error;
+        });
+      if (container) return { container: track(container), port: kafkaPort };
+    }
+  };
   const starts = [
     new PostgreSqlContainer(IMAGES.postgres)
       .withUsername('postgres')
@@ -155,36 +198,7 @@ async function startContainers(): Promise<{ services: Services; stop: () => Prom
       .withStartupTimeout(STARTUP_TIMEOUT_MS)
       .start()
       .then(track),
-    new GenericContainer(IMAGES.kafka)
-      .withLabels(labels)
-      .withExposedPorts({ container: 9092, host: kafkaPort })
-      .withEnvironment({
-        KAFKA_NODE_ID: '1',
-        KAFKA_PROCESS_ROLES: 'broker,controller',
-        KAFKA_CONTROLLER_QUORUM_VOTERS: '1@localhost:9093',
-        KAFKA_LISTENERS:
-          'PLAINTEXT://0.0.0.0:9092,CONTROLLER://0.0.0.0:9093,INTERNAL://0.0.0.0:29092',
-        KAFKA_ADVERTISED_LISTENERS: `PLAINTEXT://${host}:${kafkaPort},INTERNAL://localhost:29092`,
-        KAFKA_LISTENER_SECURITY_PROTOCOL_MAP:
-          'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT',
-        KAFKA_CONTROLLER_LISTENER_NAMES: 'CONTROLLER',
-        KAFKA_INTER_BROKER_LISTENER_NAME: 'INTERNAL',
-        KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR: '1',
-        KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR: '1',
-        KAFKA_TRANSACTION_STATE_LOG_MIN_ISR: '1',
-        KAFKA_DEFAULT_REPLICATION_FACTOR: '1',
-        KAFKA_MIN_INSYNC_REPLICAS: '1',
-        KAFKA_NUM_PARTITIONS: '3',
-        KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS: '0',
-        KAFKA_AUTO_CREATE_TOPICS_ENABLE: 'true',
-        KAFKA_HEAP_OPTS: '-Xms256m -Xmx512m',
-      })
-      // The broker is up once it logged this and its port answers (the port check is part of
-      // every wait strategy).
-      .withWaitStrategy(Wait.forLogMessage(/Kafka Server started/))
-      .withStartupTimeout(STARTUP_TIMEOUT_MS)
-      .start()
-      .then(track),
+    startKafka(),
   ] as const;
 
   const results = await Promise.allSettled(starts);
@@ -199,28 +213,33 @@ async function startContainers(): Promise<{ services: Services; stop: () => Prom
       { cause: reason },
     );
   }
-  const [postgres, redis] = await Promise.all([starts[0], starts[1]]);
+  const [postgres, redis, kafka] = await Promise.all(starts);
   process.stdout.write(
     `TEST_SERVICES=containers: ${IMAGES.postgres} on ${host}:${postgres.getPort()}, ` +
-      `${IMAGES.redis} on ${host}:${redis.getPort()}, ${IMAGES.kafka} on ${host}:${kafkaPort}\n`,
+      `${IMAGES.redis} on ${host}:${redis.getPort()}, ${IMAGES.kafka} on ${host}:${kafka.port}\n`,
   );
   return {
     services: {
       source: 'testcontainers',
       databaseUrl: `postgres://payments:payments@${host}:${postgres.getPort()}/payments`,
       redisUrl: redis.getConnectionUrl(),
-      kafkaBrokers: `${host}:${kafkaPort}`,
+      kafkaBrokers: `${host}:${kafka.port}`,
     },
     stop,
   };
 }
 
+/** A container of an earlier run on this host whose process is gone (killed before its teardown). */
+function isOrphan(owner: string): boolean {
+  const [ownerHost, pid] = owner.split(':');
+  return ownerHost === os.hostname() && !processAlive(Number(pid));
+}
+
 /**
- * Removes containers of an earlier run on this host whose process is gone (killed before its
- * teardown). Best effort: without the docker CLI nothing is removed.
+ * Removes this suite's containers whose owner label (`<hostname>:<pid>`) matches, running or not.
+ * Best effort: without the docker CLI nothing is removed.
  */
-async function removeOrphans(): Promise<void> {
-  const hostname = os.hostname();
+async function removeContainers(matches: (owner: string) => boolean): Promise<void> {
   let listing: string;
   try {
     ({ stdout: listing } = await run(
@@ -238,17 +257,13 @@ async function removeOrphans(): Promise<void> {
   } catch {
     return;
   }
-  const orphans = listing
+  const ids = listing
     .split('\n')
     .map((line) => line.trim().split(' '))
-    .filter(([id, owner]) => {
-      if (!id || !owner) return false;
-      const [ownerHost, pid] = owner.split(':');
-      return ownerHost === hostname && !processAlive(Number(pid));
-    })
+    .filter(([id, owner]) => id && owner && matches(owner))
     .map(([id]) => id as string);
-  if (orphans.length > 0) {
-    await run('docker', ['rm', '--force', '--volumes', ...orphans], { timeout: 60_000 }).catch(
+  if (ids.length > 0) {
+    await run('docker', ['rm', '--force', '--volumes', ...ids], { timeout: 60_000 }).catch(
       () => undefined,
     );
   }
