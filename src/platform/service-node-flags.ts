@@ -1,6 +1,6 @@
 /**
- * The Node flags every service process runs with (`npm start*`, `npm run up`, docker-compose.yml,
- * the fuzzer, chaos, the benchmarks and the tests' role processes), DESIGN 63:
+ * The Node flags every service process runs with (`npm start*`, `npm run up`, the image's entry
+ * point, the fuzzer, chaos, the benchmarks and the tests' role processes), DESIGN 63:
  *
  * `--max-old-space-size=1024`: a heap limit under 2 GB makes V8 grow the old generation by a
  * factor of about 1.6 after each full collection instead of 4. The API's live heap is about
@@ -9,8 +9,8 @@
  * cost inside the measurement's noise in four interleaved runs (about +1-3%), and 1 GB leaves 50
  * times the live heap for bursts.
  *
- * Command lines cannot import this module: package.json, scripts/up.sh, docker-compose.yml and
- * tools/fuzz/run.sh spell the flags out, and test/unit/service-node-flags.test.ts checks that
- * every one of them does.
+ * Command lines cannot import this module: package.json, scripts/up.sh,
+ * scripts/docker-entrypoint.sh (the image's) and tools/fuzz/run.sh spell the flags out, and
+ * test/unit/service-node-flags.test.ts checks that every one of them does.
  */
 export const SERVICE_NODE_FLAGS: readonly string[] = ['--max-old-space-size=1024'];

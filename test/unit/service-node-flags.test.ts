@@ -6,7 +6,12 @@ import { SERVICE_NODE_FLAGS } from '../../src/platform/service-node-flags.js';
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
 /** The files that start services on a command line of their own (they cannot import the constant). */
-const LAUNCHERS = ['package.json', 'scripts/up.sh', 'docker-compose.yml', 'tools/fuzz/run.sh'];
+const LAUNCHERS = [
+  'package.json',
+  'scripts/up.sh',
+  'scripts/docker-entrypoint.sh',
+  'tools/fuzz/run.sh',
+];
 
 /**
  * Every command line of `text` that runs a service entry point: from its `node` to the entry. An
