@@ -115,6 +115,7 @@ if [[ -n $standin_label && -e ${extra_cas[0]} ]]; then
 fi
 
 t=$SECONDS
+previous_image=$(timeout 20 docker image inspect -f '{{.Id}}' "$PAYMENTS_IMAGE" 2>/dev/null || true)
 timeout 1800 docker build -q --build-arg "NODE_IMAGE=$NODE_IMAGE" -t "$PAYMENTS_IMAGE" . \
   >"$work/build.log" 2>&1 || {
   cat "$work/build.log"
@@ -122,6 +123,11 @@ timeout 1800 docker build -q --build-arg "NODE_IMAGE=$NODE_IMAGE" -t "$PAYMENTS_
 }
 took[build]=$((SECONDS - t))
 size=$(docker image inspect -f '{{.Size}}' "$PAYMENTS_IMAGE")
+# The tag moved: the image it named is dangling now, and on the vfs driver each costs its full
+# size on disk. Removed unless something still uses it.
+if [[ -n $previous_image && $previous_image != "$(docker image inspect -f '{{.Id}}' "$PAYMENTS_IMAGE")" ]]; then
+  timeout 60 docker rmi "$previous_image" >/dev/null 2>&1 || true
+fi
 pass "image $PAYMENTS_IMAGE built ($((size / 1000000)) MB, ${took[build]}s)"
 
 # --- up ----------------------------------------------------------------------------------------
