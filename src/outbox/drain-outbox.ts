@@ -1,5 +1,5 @@
-import { claimBatch, claimIfKafka } from './claim-batch.js';
-import { releaseEvents, type Claim } from './outbox-repository.js';
+import { claimBatch, claimIfKafka, type RelayClaim } from './claim-batch.js';
+import { releaseEvents } from './outbox-repository.js';
 import { publishClaimed } from './publish-claimed.js';
 import { recordPublishOutcome } from './record-publish-outcome.js';
 import type { RelayContext } from './relay-context.js';
@@ -10,7 +10,7 @@ export interface DrainResult {
   kafkaUnavailable: boolean;
 }
 
-const NO_CLAIM: Claim = { owner: '', events: [] };
+const NO_CLAIM: RelayClaim = { owner: '', events: [], sendBy: Number.POSITIVE_INFINITY };
 
 /**
  * Rounds back to back until a claim comes back empty, with Postgres and Kafka working at the
@@ -28,13 +28,15 @@ export async function drainOutbox(
   let claim = first;
   let claimed = 0;
   let marking: Promise<unknown> = Promise.resolve();
-  let prefetched: Promise<Claim | Error> = Promise.resolve(NO_CLAIM);
+  let prefetched: Promise<RelayClaim | Error> = Promise.resolve(NO_CLAIM);
   try {
     while (claim.events.length > 0) {
       claimed += claim.events.length;
       if (claim.events.length === ctx.config.RELAY_BATCH_SIZE) ctx.onBacklog?.();
       prefetched = errorAsValue(handBack() ? Promise.resolve(NO_CLAIM) : claimBatch(ctx));
-      const outcome = await publishClaimed(ctx.producer, claim.events);
+      // A claim is sent only while its lease has the margin left (checked before every send):
+      // a prefetched batch that waited too long behind a slow send is given back, not sent.
+      const outcome = await publishClaimed(ctx.producer, claim);
       await marking; // one batch being marked at a time
       marking = recordPublishOutcome(ctx, claim, outcome);
       // Awaited on the next turn or below; until then a rejection must not count as unhandled.
@@ -57,7 +59,7 @@ export async function drainOutbox(
 }
 
 /** Releases a prefetched batch that will not be sent now (best effort: leases expire anyway). */
-async function giveBack(ctx: RelayContext, claim: Claim | Error): Promise<void> {
+async function giveBack(ctx: RelayContext, claim: RelayClaim | Error): Promise<void> {
   if (claim instanceof Error || claim.events.length === 0) return;
   await releaseEvents(
     ctx.db,

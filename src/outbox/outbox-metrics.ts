@@ -85,6 +85,11 @@ export const outboxMetrics = {
     help: 'Outbox rows parked after RELAY_MAX_ATTEMPTS refused publishes',
     registers: [metricsRegistry],
   }),
+  leaseEndingUnsent: new Counter({
+    name: 'outbox_lease_ending_unsent_total',
+    help: 'Claimed outbox rows not sent because their lease ends before a send could finish (another relay sends them)',
+    registers: [metricsRegistry],
+  }),
   kafkaUnavailable: new Counter({
     name: 'outbox_relay_kafka_unavailable_total',
     help: 'Relay iterations that found Kafka unreachable and backed off',

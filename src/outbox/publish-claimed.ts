@@ -1,5 +1,6 @@
 import { isRecordRejected, publish } from '../platform/kafka.js';
 import { toKafkaRecord } from './cloud-event.js';
+import type { RelayClaim } from './claim-batch.js';
 import type { ClaimedEvent } from './outbox-repository.js';
 import { endPublishSpans, startPublishSpans } from './publish-spans.js';
 import type { RelayProducer } from './relay-producer.js';
@@ -11,24 +12,43 @@ export interface PublishOutcome {
   /** Not sent because Kafka is unreachable. */
   unsent: ClaimedEvent[];
   unavailable?: unknown;
+  /** Not sent because the claim's lease ends before a send could finish (see RelayClaim). */
+  leaseEnding: ClaimedEvent[];
   /** When the send finished (Date.now()): the end of the lag measurement. */
   ackedAt: number;
 }
 
+/** The rows to send and the instant (performance.now()) from which they must not be sent. */
+export type SendableClaim = Pick<RelayClaim, 'events' | 'sendBy'>;
+
 /** Publishes claimed rows (see sendSplitting); never throws. */
 export async function publishClaimed(
   producer: RelayProducer,
-  events: ClaimedEvent[],
+  claim: SendableClaim,
 ): Promise<PublishOutcome> {
-  const outcome: PublishOutcome = { acked: [], rejected: [], unsent: [], ackedAt: 0 };
+  const outcome: PublishOutcome = {
+    acked: [],
+    rejected: [],
+    unsent: [],
+    leaseEnding: [],
+    ackedAt: 0,
+  };
+  const { events } = claim;
   const spans = startPublishSpans(events);
-  if (events.length > 0) await sendSplitting(producer, events, outcome);
+  if (events.length > 0) await sendSplitting(producer, claim.sendBy, events, outcome);
   outcome.ackedAt = Date.now();
   endPublishSpans(spans, outcome);
   return outcome;
 }
 
-async function sendEvents(producer: RelayProducer, events: readonly ClaimedEvent[]): Promise<void> {
+/** Thrown instead of sending once the claim's send deadline has passed. */
+class LeaseEnding extends Error {}
+
+async function sendEvents(
+  producer: RelayProducer,
+  sendBy: number,
+  events: readonly ClaimedEvent[],
+): Promise<void> {
   const byTopic = new Map<string, ReturnType<typeof toKafkaRecord>[]>();
   for (const event of events) {
     const records = byTopic.get(event.topic) ?? [];
@@ -36,42 +56,53 @@ async function sendEvents(producer: RelayProducer, events: readonly ClaimedEvent
     byTopic.set(event.topic, records);
   }
   const batches = [...byTopic].map(([topic, records]) => ({ topic, records }));
-  await publish(await producer.connected(), batches);
+  const connected = await producer.connected();
+  // The fence: checked after any reconnect and right before the records leave, for every send
+  // (a halved batch's later halves included). Nothing is awaited between here and the send.
+  if (performance.now() >= sendBy) throw new LeaseEnding('lease ending');
+  await publish(connected, batches);
 }
 
 /**
  * Sends the batch; when the broker refuses a record, halves the batch until the refused rows
  * are isolated, so one poison row costs a few extra sends and never holds back the others.
  * Records of a refused request may already sit on some partitions; sending them again makes
- * duplicates with the same event id, which consumers drop. Returns false once Kafka is
- * unreachable (the rest of the batch is then unsent).
+ * duplicates with the same event id, which consumers drop. Stops once Kafka is unreachable or
+ * the claim's send deadline passed (the rest of the batch is then unsent, or lease-ending).
  */
 async function sendSplitting(
   producer: RelayProducer,
+  sendBy: number,
   events: ClaimedEvent[],
   outcome: PublishOutcome,
-): Promise<boolean> {
+): Promise<'sent' | 'stopped'> {
   try {
-    await sendEvents(producer, events);
+    await sendEvents(producer, sendBy, events);
     outcome.acked.push(...events);
-    return true;
+    return 'sent';
   } catch (error) {
+    if (error instanceof LeaseEnding) {
+      outcome.leaseEnding.push(...events);
+      return 'stopped';
+    }
     producer.discard();
     const [only] = events;
     if (!isRecordRejected(error)) {
       outcome.unsent.push(...events);
       outcome.unavailable = error;
-      return false;
+      return 'stopped';
     }
     if (events.length === 1 && only) {
       outcome.rejected.push({ event: only, error });
-      return true;
+      return 'sent';
     }
     const half = Math.ceil(events.length / 2);
-    if (!(await sendSplitting(producer, events.slice(0, half), outcome))) {
-      outcome.unsent.push(...events.slice(half));
-      return false;
+    if ((await sendSplitting(producer, sendBy, events.slice(0, half), outcome)) === 'stopped') {
+      const rest = events.slice(half);
+      if (outcome.unavailable === undefined) outcome.leaseEnding.push(...rest);
+      else outcome.unsent.push(...rest);
+      return 'stopped';
     }
-    return sendSplitting(producer, events.slice(half), outcome);
+    return sendSplitting(producer, sendBy, events.slice(half), outcome);
   }
 }

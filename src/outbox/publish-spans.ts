@@ -49,6 +49,9 @@ export function endPublishSpans(spans: Map<string, Span>, outcome: PublishOutcom
   for (const event of outcome.unsent) {
     fail(spans.get(event.id), 'Kafka unavailable', outcome.unavailable);
   }
+  for (const event of outcome.leaseEnding) {
+    fail(spans.get(event.id), 'not sent: lease ending', undefined);
+  }
 }
 
 function fail(span: Span | undefined, message: string, error: unknown): void {

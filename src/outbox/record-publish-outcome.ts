@@ -1,27 +1,25 @@
+import type { RelayClaim } from './claim-batch.js';
 import { outboxMetrics } from './outbox-metrics.js';
-import {
-  markPublished,
-  recordFailedAttempt,
-  releaseEvents,
-  type Claim,
-} from './outbox-repository.js';
+import { markPublished, recordFailedAttempt, releaseEvents } from './outbox-repository.js';
 import type { PublishOutcome } from './publish-claimed.js';
 import { emptyRelayRunResult, type RelayContext, type RelayRunResult } from './relay-context.js';
 
 /**
  * Writes what Kafka did back to the claimed rows: marks acked rows published, counts an attempt
- * on (or parks) refused ones, gives back what Kafka did not take. Every write names the claim's
- * owner token, so rows whose lease another relay took over since are left alone.
+ * on (or parks) refused ones, gives back what Kafka did not take and what was not sent because
+ * the lease was ending. Every write names the claim's owner token, so rows whose lease another
+ * relay took over since are left alone.
  */
 export async function recordPublishOutcome(
   ctx: RelayContext,
-  claim: Claim,
+  claim: RelayClaim,
   outcome: PublishOutcome,
 ): Promise<RelayRunResult> {
   const result = emptyRelayRunResult(claim.events.length);
   await markAcked(ctx, claim.owner, outcome, result);
   await countRejected(ctx, claim.owner, outcome, result);
   await releaseUnsent(ctx, claim.owner, outcome, result);
+  await releaseLeaseEnding(ctx, claim, outcome);
   return result;
 }
 
@@ -96,4 +94,24 @@ async function releaseUnsent(
   result.kafkaUnavailable = true;
   outboxMetrics.failed.inc({ reason: 'kafka_unavailable' }, unsent.length);
   ctx.logger.debug({ err: unavailable }, 'kafka unavailable during send');
+}
+
+/**
+ * Rows not sent because the lease was ending: given back if this claim still holds them, so
+ * they are claimable at once rather than when the lease ends (0 rows when another relay holds
+ * them already; that relay sends them). No attempt is counted.
+ */
+async function releaseLeaseEnding(
+  ctx: RelayContext,
+  claim: RelayClaim,
+  { leaseEnding }: PublishOutcome,
+): Promise<void> {
+  if (leaseEnding.length === 0) return;
+  ctx.leaseEnding.dropped(leaseEnding.length, claim.sendBy + ctx.leaseMarginMs - performance.now());
+  await releaseEvents(
+    ctx.db,
+    claim.owner,
+    leaseEnding.map((event) => event.id),
+    'not sent: the lease was ending',
+  );
 }

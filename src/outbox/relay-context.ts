@@ -2,6 +2,7 @@ import type { Config } from '../platform/config.js';
 import type { Queryable } from '../platform/db.js';
 import type { KafkaClient } from '../platform/kafka.js';
 import type { Logger } from '../platform/logger.js';
+import type { LeaseEndingLog } from './lease-ending-log.js';
 import type { ClaimedEvent } from './outbox-repository.js';
 import type { RelayProducer } from './relay-producer.js';
 
@@ -13,7 +14,7 @@ export type RelayConfig = Pick<
   | 'RELAY_MAX_ATTEMPTS'
   | 'OUTBOX_RETENTION_SECONDS'
 > &
-  Partial<Pick<Config, 'OUTAGE_LOG_INTERVAL_MS'>>;
+  Partial<Pick<Config, 'OUTAGE_LOG_INTERVAL_MS' | 'KAFKA_REQUEST_TIMEOUT_MS'>>;
 
 export interface RelayDeps {
   /** Every statement is one autocommit statement, so the pool itself is enough. */
@@ -30,6 +31,12 @@ export interface RelayDeps {
   random?: () => number;
   /** Called when a claim came back full: there is a backlog (used to wake sibling workers). */
   onBacklog?: () => void;
+  /**
+   * How long before a claim's lease ends its rows are no longer sent (DESIGN 21). Defaults to
+   * relaySendBoundMs(KAFKA_REQUEST_TIMEOUT_MS), the longest a send can take; must be below
+   * RELAY_LEASE_MS. Tests that run relays on leases of a second or less set a smaller one.
+   */
+  leaseMarginMs?: number;
 }
 
 /** What the steps of one relay share: its dependencies, defaults filled in, and its producer. */
@@ -37,6 +44,8 @@ export interface RelayContext extends Required<
   Omit<RelayDeps, 'kafka' | 'afterPublish' | 'onBacklog'>
 > {
   producer: RelayProducer;
+  /** Counts and logs (once per interval) rows not sent because their lease was ending. */
+  leaseEnding: LeaseEndingLog;
   afterPublish?: RelayDeps['afterPublish'];
   onBacklog?: RelayDeps['onBacklog'];
 }

@@ -14,6 +14,22 @@ export const RELAY_KAFKA_OPTIONS = {
   requestTimeout: 10_000,
 } satisfies KafkaClientOptions;
 
+/** createKafka's connectionTimeout (src/platform/kafka-client.ts): one connect to a broker. */
+const CONNECT_TIMEOUT_MS = 3_000;
+
+/**
+ * The longest one relay send can go on from its start until its last produce request leaves
+ * the process, when every step takes its full timeout: a connect to the partition's leader, one
+ * metadata request (a topic the producer has not sent to yet), (retries + 1) produce requests,
+ * and the kafkajs backoff between them (each at most maxRetryTime). 47 s with the 10 s default
+ * request timeout. The relay stops sending a claimed batch this long before its lease ends
+ * (DESIGN 21), so a send that starts in time is over before another relay can claim the rows.
+ */
+export function relaySendBoundMs(requestTimeoutMs: number): number {
+  const { retries, maxRetryTime } = RELAY_KAFKA_OPTIONS.retry;
+  return CONNECT_TIMEOUT_MS + (retries + 2) * requestTimeoutMs + retries * maxRetryTime;
+}
+
 /** The Kafka client a relay should be given (see RELAY_KAFKA_OPTIONS). */
 export function createRelayKafka(
   config: Pick<Config, 'KAFKA_BROKERS' | 'KAFKA_CLIENT_ID'> &

@@ -1,8 +1,10 @@
 import { cappedExponentialDelay } from '../platform/backoff.js';
+import { createLeaseEndingLog } from './lease-ending-log.js';
 import { createLoopWaiter } from './loop-waiter.js';
 import { purgePublished } from './outbox-repository.js';
 import { PURGE_BATCH_SIZE } from './purge-published-rows.js';
 import type { RelayContext, RelayDeps, RelayRunResult } from './relay-context.js';
+import { RELAY_KAFKA_OPTIONS, relaySendBoundMs } from './relay-kafka.js';
 import { createRelayProducer } from './relay-producer.js';
 import { runOnce } from './run-once.js';
 import { runRelayLoop } from './run-relay-loop.js';
@@ -31,6 +33,17 @@ export interface Relay {
  * (mark published, count a failed attempt or park, release), see runOnce and drainOutbox.
  */
 export function createRelay(deps: RelayDeps): Relay {
+  const leaseMarginMs =
+    deps.leaseMarginMs ??
+    relaySendBoundMs(deps.config.KAFKA_REQUEST_TIMEOUT_MS ?? RELAY_KAFKA_OPTIONS.requestTimeout);
+  if (deps.config.RELAY_LEASE_MS <= leaseMarginMs) {
+    // Every batch would be given back unsent: refuse to start rather than never publish.
+    throw new Error(
+      `RELAY_LEASE_MS (${deps.config.RELAY_LEASE_MS}) must exceed the longest relay send ` +
+        `(${leaseMarginMs} ms with KAFKA_REQUEST_TIMEOUT_MS): a batch is only sent while its ` +
+        'lease outlasts the send',
+    );
+  }
   const ctx: RelayContext = {
     db: deps.db,
     logger: deps.logger,
@@ -40,6 +53,8 @@ export function createRelay(deps: RelayDeps): Relay {
     random: deps.random ?? Math.random,
     afterPublish: deps.afterPublish,
     onBacklog: deps.onBacklog,
+    leaseMarginMs,
+    leaseEnding: createLeaseEndingLog(deps.logger, deps.config.OUTAGE_LOG_INTERVAL_MS ?? 30_000),
   };
   const waiter = createLoopWaiter();
   let loop: Promise<void> | undefined;

@@ -7,5 +7,5 @@ import { emptyRelayRunResult, type RelayContext, type RelayRunResult } from './r
 export async function runOnce(ctx: RelayContext): Promise<RelayRunResult> {
   const claim = await claimIfKafka(ctx);
   if (!claim) return { ...emptyRelayRunResult(0), kafkaUnavailable: true };
-  return recordPublishOutcome(ctx, claim, await publishClaimed(ctx.producer, claim.events));
+  return recordPublishOutcome(ctx, claim, await publishClaimed(ctx.producer, claim));
 }

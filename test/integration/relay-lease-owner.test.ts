@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   claimEvents,
   markPublished,
@@ -22,6 +22,9 @@ import {
 const SHORT_LEASE_MS = 100;
 /** Relay B's lease: outlives the test. */
 const LONG_LEASE_MS = 60_000;
+/** A running relay A's lease, and its margin: it sends only in the first 900 ms of its lease. */
+const RUNNING_LEASE_MS = 1_000;
+const RUNNING_MARGIN_MS = 100;
 
 let db: TestDatabase;
 const topic = uniqueTopic('relay-owner');
@@ -68,6 +71,16 @@ async function rowState(id: string): Promise<RowState> {
     leasedFor: row.leased_for,
     owner: row.owner,
   };
+}
+
+/** Resolves once the row's lease has run out by Postgres's clock. */
+async function leaseEnded(id: string): Promise<void> {
+  await vi.waitFor(
+    async () => {
+      if ((await rowState(id)).leasedFor !== 'past') throw new Error('still leased');
+    },
+    { timeout: 10_000, interval: 50 },
+  );
 }
 
 /** Relay A claims the one row, its lease runs out, relay B claims the same row. */
@@ -177,10 +190,11 @@ describe('lease owner token in a running relay', () => {
   it("when relay A's lease runs out between the ack and the mark and relay B claims the row, then A's round marks nothing and the row stays B's", async () => {
     const [event] = await insertOutboxEvents(db.pool, 1, { topic: relayTopic });
     const id = event?.id ?? '';
+    // Long enough that A's send starts within its lease minus the margin, even on a busy machine.
     const config = testConfig({
       DATABASE_URL: db.roleUrl('relay'),
       KAFKA_TOPIC_PAYMENTS: relayTopic,
-      RELAY_LEASE_MS: String(SHORT_LEASE_MS),
+      RELAY_LEASE_MS: String(RUNNING_LEASE_MS),
     });
     const logger = createLogger(config);
     let b: Claim | undefined;
@@ -189,9 +203,10 @@ describe('lease owner token in a running relay', () => {
       kafka: createRelayKafka(config, logger),
       logger,
       config,
+      leaseMarginMs: RUNNING_MARGIN_MS,
       afterPublish: async () => {
         // Acked by Kafka; A's lease runs out and B claims the row before A marks it.
-        await new Promise((resolve) => setTimeout(resolve, SHORT_LEASE_MS * 3));
+        await leaseEnded(id);
         b = await claimEvents(db.login('relay'), 10, LONG_LEASE_MS);
       },
     });

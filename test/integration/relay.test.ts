@@ -342,6 +342,8 @@ describe('outbox relay (real Postgres, real Kafka)', () => {
       const logger = createLogger(config);
       const relay = createRelay({
         db: createPool(config, logger), kafka: createRelayKafka(config, logger), logger, config,
+        // A 1 s lease (so the test waits little for it): send only in its first 900 ms.
+        leaseMarginMs: 100,
         afterPublish: () => { process.kill(process.pid, 'SIGKILL'); return new Promise(() => {}); },
       });
       await relay.runOnce();
