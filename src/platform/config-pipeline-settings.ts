@@ -96,7 +96,10 @@ export const pipelineSettings = {
   RELAY_POLL_INTERVAL_MS: integer(10, 600_000)
     .default(1_000)
     .describe('Fallback poll of the relay (NOTIFY wakes it at once).'),
-  /** Well above a send's worst case (bounded retries), so a live relay's claim does not expire. */
+  /**
+   * Must exceed the longest relay send (relaySendBoundMs: 47 s at the default request timeout),
+   * or the relay refuses to start: a claim is sent only while its lease outlasts a send (DESIGN 21).
+   */
   RELAY_LEASE_MS: integer(100, 3_600_000)
     .default(60_000)
     .describe('How long a claimed outbox row belongs to its relay before another may take it.'),
