@@ -78,6 +78,7 @@ export function loadConfig(
       "must hold at least one second's worth of RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE",
     );
   }
+  checkSettlementLease(config);
   if (config.NODE_ENV === 'production') {
     for (const name of FILE_SETTINGS) {
       if (usesBuiltInCredentials(config[name])) {
@@ -89,6 +90,23 @@ export function loadConfig(
     }
   }
   return config;
+}
+
+/**
+ * A settlement or refund job's lease must outlast one attempt: the acquirer call
+ * (ACQUIRER_TIMEOUT_MS) and then the completion, whose statements the client gives up on after
+ * DATABASE_QUERY_TIMEOUT_MS (the later of the two bounds: the statement timeout cannot fire on a
+ * frozen server). A shorter lease lets another worker claim a job that a live worker is still
+ * working: its writes are then refused (the lease owner token) and the attempt is wasted.
+ */
+function checkSettlementLease(config: Config): void {
+  const attemptMs = config.ACQUIRER_TIMEOUT_MS + config.DATABASE_QUERY_TIMEOUT_MS;
+  if (config.SETTLEMENT_LEASE_MS <= attemptMs) {
+    throw new ConfigError(
+      'SETTLEMENT_LEASE_MS',
+      `must exceed ACQUIRER_TIMEOUT_MS + DATABASE_QUERY_TIMEOUT_MS (${String(config.ACQUIRER_TIMEOUT_MS)} + ${String(config.DATABASE_QUERY_TIMEOUT_MS)} = ${String(attemptMs)} ms), one attempt's longest run (got ${String(config.SETTLEMENT_LEASE_MS)})`,
+    );
+  }
 }
 
 /** The file's content without its trailing newline (what `echo url > file` leaves). */

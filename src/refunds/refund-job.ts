@@ -5,6 +5,7 @@ import { toKafkaRecord } from '../outbox/cloud-event.js';
 import { refundEventId } from '../outbox/refund-event-id.js';
 import { currentTraceContext } from '../outbox/trace-context.js';
 import type { Pool } from '../platform/db.js';
+import { LeaseLostError } from '../platform/lease-lost.js';
 import type { Logger } from '../platform/logger.js';
 import { sendDeadLetter, type PublishDeadLetter } from '../settlement/dead-letter-job.js';
 import {
@@ -34,10 +35,18 @@ export interface RefundJobDeps {
 
 export type RefundJobOutcome = 'succeeded' | 'failed' | 'retried' | 'dead' | 'raced';
 
+/** Why an exhausted job is dead-lettered when its last attempt recorded no failure. */
+const OUTCOME_LOST: RefundFailure = {
+  errorClass: 'attempt_outcome_lost',
+  message: 'the last attempt ended without a recorded outcome (crash or lease expiry)',
+};
+
 /**
  * One claimed refund job: call the acquirer's refund with the refund's stable key, then
  * complete (succeeded, or failed and its amount released), retry later, or, once the attempts
- * are exhausted (the charges' limit), dead-letter to the same topic as charges.
+ * are exhausted (the charges' limit), dead-letter to the same topic as charges. A job claimed
+ * `exhausted` is dead-lettered without calling the acquirer (DESIGN 45). A write that another
+ * claim's lease refuses throws LeaseLostError.
  */
 export function runRefundJob(
   deps: RefundJobDeps,
@@ -54,23 +63,28 @@ async function attemptRefund(
   deps: RefundJobDeps,
   job: ClaimedRefundJob,
 ): Promise<RefundJobOutcome> {
+  if (job.exhausted) {
+    await deadLetterRefund(deps, job, job.lastFailure ?? OUTCOME_LOST);
+    return 'dead';
+  }
   const answer = await callRefund(deps, job);
   await deps.afterRefund?.(job);
   if ('status' in answer) {
-    const changed = await completeRefund(
+    const outcome = await completeRefund(
       deps.pool,
-      job.refund.id,
+      job,
       answer,
       deps.paymentsTopic,
       new Date(),
       currentTraceContext(),
     );
-    if (!changed) return 'raced';
+    if (outcome === 'lease_lost') throw new LeaseLostError('refund', 'complete', job.refund.id);
+    if (outcome === 'unchanged') return 'raced';
     refundMetrics.completed.inc({ status: answer.status });
     return answer.status;
   }
   if (job.attempts < deps.maxAttempts) {
-    await scheduleRefundRetry(deps.pool, job.refund.id, answer, deps.retryDelayMs(job.attempts));
+    await scheduleRefundRetry(deps.pool, job, answer, deps.retryDelayMs(job.attempts));
     return 'retried';
   }
   await deadLetterRefund(deps, job, answer);
@@ -147,7 +161,7 @@ async function deadLetterRefund(
       lastFailureAt: new Date(),
     },
   );
-  await markRefundDead(deps.pool, refund.id, failure);
+  await markRefundDead(deps.pool, job, failure);
   deps.logger.warn(
     { refund_id: refund.id, payment_id: refund.payment_id, attempts: job.attempts },
     'refund retries exhausted; dead-lettered',

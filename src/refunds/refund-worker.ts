@@ -3,10 +3,15 @@ import { fullJitterDelay } from '../platform/backoff.js';
 import type { Config } from '../platform/config.js';
 import type { Pool } from '../platform/db.js';
 import { isDatabaseUnavailable } from '../platform/db-errors.js';
+import { createLeaseLostLog, LeaseLostError } from '../platform/lease-lost.js';
 import type { Logger } from '../platform/logger.js';
 import { createOutageLog, type OutageLog } from '../platform/outage-log.js';
 import type { PublishDeadLetter } from '../settlement/dead-letter-job.js';
-import { claimDueRefundJobs, type ClaimedRefundJob } from './refund-job-repository.js';
+import {
+  claimDueRefundJobs,
+  scheduleRefundRetry,
+  type ClaimedRefundJob,
+} from './refund-job-repository.js';
 import { runRefundJob, type RefundJobDeps, type RefundJobOutcome } from './refund-job.js';
 
 export interface RefundWorkerDeps {
@@ -43,6 +48,7 @@ export function createRefundWorker(deps: RefundWorkerDeps) {
   const postgresOutage =
     deps.postgresOutage ??
     createOutageLog('postgres', logger, config.OUTAGE_LOG_INTERVAL_MS ?? 30_000);
+  const leaseLost = createLeaseLostLog('refund', logger, config.OUTAGE_LOG_INTERVAL_MS ?? 30_000);
   const steps: RefundJobDeps = {
     pool: deps.pool,
     acquirer: deps.acquirer,
@@ -61,23 +67,49 @@ export function createRefundWorker(deps: RefundWorkerDeps) {
     ...(deps.afterRefund ? { afterRefund: deps.afterRefund } : {}),
   };
 
-  /** One job, never rejecting: a failed step keeps its lease and is retried when it ends. */
-  function work(job: ClaimedRefundJob): Promise<RefundJobOutcome | 'error'> {
-    return runRefundJob(steps, job).catch((error: unknown) => {
+  /**
+   * One job, never rejecting. A failed step (the completion's transaction, say) is recorded as
+   * the job's last error and the job retried after the usual backoff, its lease released; the
+   * claim counted the attempt, so a step that keeps failing ends in the dead-letter queue after
+   * the attempt limit (DESIGN 45). If even the record fails (database down), the lease runs out
+   * and the job is claimed again. A write refused because another claim holds the job now is
+   * counted and logged, and the job left to its owner.
+   */
+  function work(job: ClaimedRefundJob): Promise<RefundJobOutcome | 'error' | 'lease_lost'> {
+    return runRefundJob(steps, job).catch(async (error: unknown) => {
+      if (error instanceof LeaseLostError) {
+        leaseLost(error);
+        return 'lease_lost' as const;
+      }
       if (isDatabaseUnavailable(error)) {
         postgresOutage.failed(error, { action: 'refund step failed; the job is retried' });
       } else {
         logger.error({ err: error, refund_id: job.refund.id }, 'refund step failed');
       }
-      return 'error' as const;
+      const failure = {
+        errorClass: 'refund_step_failed',
+        message: error instanceof Error ? error.message : String(error),
+      };
+      const delayMs = steps.retryDelayMs(job.attempts);
+      return scheduleRefundRetry(deps.pool, job, failure, delayMs, 'failure').then(
+        () => 'error' as const,
+        (lost: unknown) => {
+          if (lost instanceof LeaseLostError) {
+            leaseLost(lost);
+            return 'lease_lost' as const;
+          }
+          return 'error' as const;
+        },
+      );
     });
   }
 
-  async function runOnce(): Promise<(RefundJobOutcome | 'error')[]> {
+  async function runOnce(): Promise<(RefundJobOutcome | 'error' | 'lease_lost')[]> {
     const jobs = await claimDueRefundJobs(
       deps.pool,
       config.SETTLEMENT_CONCURRENCY,
       config.SETTLEMENT_LEASE_MS,
+      config.SETTLEMENT_MAX_ATTEMPTS,
     );
     return Promise.all(jobs.map(work));
   }

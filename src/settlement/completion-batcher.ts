@@ -1,14 +1,14 @@
-import type { Completion } from './settlement-repository.js';
+import type { Completion, CompletionOutcome } from './settlement-repository.js';
 
-/** Records one payment's final answer; resolves true when it moved the payment. */
-export type CompletePayment = (completion: Completion) => Promise<boolean>;
+/** Records one payment's final answer; resolves with what that did (CompletionOutcome). */
+export type CompletePayment = (completion: Completion) => Promise<CompletionOutcome>;
 
 /** Most completions in one transaction: enough to amortise the commit, short enough to lock. */
 const MAX_GROUP = 200;
 
 interface Waiting {
   completion: Completion;
-  resolve: (changed: boolean) => void;
+  resolve: (outcome: CompletionOutcome) => void;
   reject: (error: unknown) => void;
 }
 
@@ -20,15 +20,15 @@ interface Waiting {
  * one by one, so one bad row fails only its own job.
  */
 export function createCompletionBatcher(
-  write: (completions: readonly Completion[]) => Promise<Set<string>>,
+  write: (completions: readonly Completion[]) => Promise<Map<string, CompletionOutcome>>,
 ): CompletePayment {
   let queue: Waiting[] = [];
   let writing = false;
 
   async function writeGroup(group: Waiting[]): Promise<void> {
     try {
-      const changed = await write(group.map((w) => w.completion));
-      for (const w of group) w.resolve(changed.has(w.completion.paymentId));
+      const outcomes = await write(group.map((w) => w.completion));
+      for (const w of group) w.resolve(outcomes.get(w.completion.paymentId) ?? 'lease_lost');
     } catch (error) {
       if (group.length === 1) {
         group[0]?.reject(error);
@@ -49,7 +49,7 @@ export function createCompletionBatcher(
   }
 
   return (completion) =>
-    new Promise<boolean>((resolve, reject) => {
+    new Promise<CompletionOutcome>((resolve, reject) => {
       queue.push({ completion, resolve, reject });
       if (!writing) void drain();
     });

@@ -55,10 +55,10 @@ export async function deadLetterJob(
       { err: error, payment_id: job.paymentId },
       'dead-letter publish failed; retrying later without calling the acquirer',
     );
-    await scheduleRetry(deps.pool, job.paymentId, failure, deps.retryDelayMs(job.attempts));
+    await scheduleRetry(deps.pool, job, failure, deps.retryDelayMs(job.attempts));
     return;
   }
-  await markDead(deps.pool, job.paymentId, failure);
+  await markDead(deps.pool, job, failure);
   counts.deadLettered++;
   deps.logger.warn(
     { payment_id: job.paymentId, attempts: job.attempts, error_class: failure.errorClass },

@@ -3,7 +3,10 @@ import { scheduleRetry, type ClaimedJob, type Failure } from './settlement-repos
 import { settlementMetrics } from './settlement-metrics.js';
 import type { SettlementRunCounts } from './settlement-run-counts.js';
 
-/** The job waits in the database for `delayMs`, so its backoff never holds back another job. */
+/**
+ * The job waits in the database for `delayMs`, so its backoff never holds back another job.
+ * Throws LeaseLostError (nothing written, nothing counted) when another claim holds the job.
+ */
 export async function scheduleSettlementRetry(
   pool: Pool,
   job: ClaimedJob,
@@ -11,7 +14,7 @@ export async function scheduleSettlementRetry(
   delayMs: number,
   counts: SettlementRunCounts,
 ): Promise<void> {
-  await scheduleRetry(pool, job.paymentId, failure, delayMs);
+  await scheduleRetry(pool, job, failure, delayMs);
   settlementMetrics.retried.inc();
   counts.retried++;
 }

@@ -1,6 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import { paymentEventId, type PaymentEventType } from '../outbox/event-id.js';
 import type { TraceContext } from '../outbox/trace-context.js';
 import { withTransaction, type Pool, type Queryable } from '../platform/db.js';
+import { LeaseLostError } from '../platform/lease-lost.js';
 import { toPaymentResource, type PaymentRow } from '../payments/payment-resource.js';
 
 /** Where a consumed record came from: kept with its job so a dead letter can carry it. */
@@ -14,6 +16,8 @@ export interface SourceRecord {
 
 export interface ClaimedJob {
   paymentId: string;
+  /** This claim's token (settlement_jobs.lease_owner): every later write on the job matches it. */
+  leaseOwner: string;
   eventId: string;
   /** Acquirer attempts started, this one included (counted by the claim, before the call). */
   attempts: number;
@@ -39,12 +43,17 @@ export interface ClaimedJob {
  */
 const CLAIMABLE_AT = 'greatest(next_attempt_at, coalesce(locked_until, next_attempt_at))';
 
+/** A claimed job as its later writes name it: the job and the claim's lease owner token. */
+export type JobLease = Pick<ClaimedJob, 'paymentId' | 'leaseOwner'>;
+
 /**
  * Claims up to `limit` due jobs for `leaseMs` in one statement (FOR UPDATE SKIP LOCKED: several
  * workers never claim the same job) and counts the attempt durably before the acquirer is
  * called. A job that has used `maxAttempts` already is claimed `exhausted` without counting: its
  * worker dead-letters it and never calls the acquirer again. A worker that dies holding a job
- * loses it when the lease ends, and the job is claimed again.
+ * loses it when the lease ends, and the job is claimed again. The claim stamps a new owner token
+ * on its jobs; a write that no longer matches it (the lease ran out and another claim took the
+ * job) changes nothing and throws LeaseLostError.
  */
 export async function claimDueJobs(
   db: Queryable,
@@ -52,6 +61,7 @@ export async function claimDueJobs(
   leaseMs: number,
   maxAttempts: number,
 ): Promise<ClaimedJob[]> {
+  const leaseOwner = randomUUID();
   const { rows } = await db.query<{
     payment_id: string;
     event_id: string;
@@ -73,7 +83,8 @@ export async function claimDueJobs(
     name: 'settlement.claim-due-jobs',
     text: `UPDATE settlement_jobs j
         SET attempts = CASE WHEN due.attempts < $3 THEN j.attempts + 1 ELSE j.attempts END,
-            locked_until = now() + make_interval(secs => $2::double precision / 1000)
+            locked_until = now() + make_interval(secs => $2::double precision / 1000),
+            lease_owner = $4
        FROM (SELECT payment_id, attempts FROM settlement_jobs
               WHERE state = 'pending' AND ${CLAIMABLE_AT} <= now()
               ORDER BY ${CLAIMABLE_AT} LIMIT $1
@@ -84,10 +95,11 @@ export async function claimDueJobs(
                 j.last_error_class, j.last_error, p.amount, p.currency, p.source, p.created_at,
                 j.first_failure_at, j.source_topic, j.source_partition, j.source_offset,
                 j.message_key, j.message_value`,
-    values: [limit, leaseMs, maxAttempts],
+    values: [limit, leaseMs, maxAttempts, leaseOwner],
   });
   return rows.map((row) => ({
     paymentId: row.payment_id,
+    leaseOwner,
     eventId: row.event_id,
     attempts: row.attempts,
     exhausted: row.exhausted,
@@ -112,51 +124,79 @@ export async function claimDueJobs(
 
 export type FinalStatus = { status: 'settled' } | { status: 'failed'; failureCode: string };
 
-/** One payment's acquirer answer, to be recorded. */
-export interface Completion {
-  paymentId: string;
+/** One payment's acquirer answer, to be recorded by the claim that got it. */
+export interface Completion extends JobLease {
   final: FinalStatus;
   /** The settlement attempt's span: the result event continues the payment's trace. */
   trace?: TraceContext;
 }
 
 /**
+ * What a completion did: moved the payment (`completed`), found it already out of processing
+ * (`unchanged`, its job removed all the same), or wrote nothing because the claim no longer
+ * held the job's lease (`lease_lost`).
+ */
+export type CompletionOutcome = 'completed' | 'unchanged' | 'lease_lost';
+
+/**
  * The terminal transitions of a group of payments, exactly once each (I4), in ONE transaction
- * with one multi-row statement per step: processing -> settled | failed only where still
- * processing, a result event into the outbox for each row that changed (same transaction as
- * its status), and the jobs removed. Returns the payments it moved; one another worker already
- * completed is left alone (no second event).
+ * with one multi-row statement per step: the jobs this claim still owns removed and, for
+ * exactly those, processing -> settled | failed where still processing (one statement); then a
+ * result event into the outbox for each payment that changed (same transaction as its status).
+ * A completion whose lease another claim took writes nothing: only the job's owner decides.
  */
 export async function completePayments(
   pool: Pool,
   completions: readonly Completion[],
   topic: string,
   now: Date,
-): Promise<Set<string>> {
-  const byPayment = new Map(completions.map((c) => [c.paymentId, c.final]));
-  const traceOf = new Map(completions.map((c) => [c.paymentId, c.trace]));
-  if (byPayment.size === 0) return new Set();
+): Promise<Map<string, CompletionOutcome>> {
+  const byPayment = new Map(completions.map((c) => [c.paymentId, c]));
+  if (byPayment.size === 0) return new Map();
   const ids = [...byPayment.keys()].sort();
   return withTransaction(pool, async (client) => {
-    const { rows } = await client.query<PaymentRow>({
-      name: 'settlement.complete-payments',
-      text: `UPDATE payments p SET status = d.status, failure_code = d.failure_code, updated_at = $4
-         FROM unnest($1::uuid[], $2::text[], $3::text[]) AS d(id, status, failure_code)
-        WHERE p.id = d.id AND p.status = 'processing'
-       RETURNING p.id, p.amount, p.currency, p.source, p.description, p.metadata, p.status,
-                 p.failure_code, p.created_at`,
+    const { rows } = await client.query<
+      { owned_id: string } & { [K in keyof PaymentRow]: PaymentRow[K] | null }
+    >({
+      name: 'settlement.complete-owned-payments',
+      text: `WITH owned AS (
+               DELETE FROM settlement_jobs j
+                USING unnest($1::uuid[], $5::uuid[]) AS o(payment_id, lease_owner)
+                WHERE j.payment_id = o.payment_id AND j.lease_owner = o.lease_owner
+               RETURNING j.payment_id),
+             moved AS (
+               UPDATE payments p
+                  SET status = d.status, failure_code = d.failure_code, updated_at = $4
+                 FROM unnest($1::uuid[], $2::text[], $3::text[]) AS d(id, status, failure_code),
+                      owned
+                WHERE p.id = d.id AND owned.payment_id = d.id AND p.status = 'processing'
+               RETURNING p.id, p.amount, p.currency, p.source, p.description, p.metadata,
+                         p.status, p.failure_code, p.created_at)
+           SELECT owned.payment_id AS owned_id, moved.*
+             FROM owned LEFT JOIN moved ON moved.id = owned.payment_id`,
       values: [
         ids,
-        ids.map((id) => byPayment.get(id)?.status),
+        ids.map((id) => byPayment.get(id)?.final.status),
         ids.map((id) => {
-          const final = byPayment.get(id);
+          const final = byPayment.get(id)?.final;
           return final?.status === 'failed' ? final.failureCode : null;
         }),
         now,
+        ids.map((id) => byPayment.get(id)?.leaseOwner),
       ],
     });
-    if (rows.length > 0) {
-      const events = rows.map((row) => {
+    const outcomes = new Map<string, CompletionOutcome>(ids.map((id) => [id, 'lease_lost']));
+    const moved: PaymentRow[] = [];
+    for (const { owned_id: ownedId, ...row } of rows) {
+      if (row.id === null) {
+        outcomes.set(ownedId, 'unchanged');
+      } else {
+        outcomes.set(ownedId, 'completed');
+        moved.push(row as PaymentRow);
+      }
+    }
+    if (moved.length > 0) {
+      const events = moved.map((row) => {
         const type: PaymentEventType =
           row.status === 'settled' ? 'payment.settled' : 'payment.failed';
         return {
@@ -164,7 +204,7 @@ export async function completePayments(
           type,
           paymentId: row.id,
           data: JSON.stringify(toPaymentResource(row)),
-          trace: traceOf.get(row.id),
+          trace: byPayment.get(row.id)?.trace,
         };
       });
       await client.query({
@@ -187,12 +227,7 @@ export async function completePayments(
         ],
       });
     }
-    await client.query({
-      name: 'settlement.delete-jobs',
-      text: 'DELETE FROM settlement_jobs WHERE payment_id = ANY($1::uuid[])',
-      values: [ids],
-    });
-    return new Set(rows.map((row) => row.id));
+    return outcomes;
   });
 }
 
@@ -201,37 +236,47 @@ export interface Failure {
   message: string;
 }
 
+/** Throws LeaseLostError when a write on `job` matched no row (the claim lost the job). */
+function assertOwned(rowCount: number | null, job: JobLease, write: 'retry' | 'failure' | 'dead') {
+  if (rowCount === 0) throw new LeaseLostError('settlement', write, job.paymentId);
+}
+
 /** A transient failure with attempts left: try again after `delayMs`, lease released. */
 export async function scheduleRetry(
   db: Queryable,
-  paymentId: string,
+  job: JobLease,
   failure: Failure,
   delayMs: number,
 ): Promise<void> {
-  await db.query(
-    `UPDATE settlement_jobs
+  const { rowCount } = await db.query({
+    name: 'settlement.schedule-retry',
+    text: `UPDATE settlement_jobs
         SET next_attempt_at = now() + make_interval(secs => $2::double precision / 1000),
-            locked_until = NULL,
+            locked_until = NULL, lease_owner = NULL,
             first_failure_at = coalesce(first_failure_at, now()),
             last_failure_at = now(), last_error_class = $3, last_error = $4
-      WHERE payment_id = $1`,
-    [paymentId, delayMs, failure.errorClass, failure.message.slice(0, 1_000)],
-  );
+      WHERE payment_id = $1 AND lease_owner = $5`,
+    values: [
+      job.paymentId,
+      delayMs,
+      failure.errorClass,
+      failure.message.slice(0, 1_000),
+      job.leaseOwner,
+    ],
+  });
+  assertOwned(rowCount, job, 'retry');
 }
 
 /** A failure after the acquirer answered: recorded for the dead letter, the lease kept. */
-export async function recordFailure(
-  db: Queryable,
-  paymentId: string,
-  failure: Failure,
-): Promise<void> {
-  await db.query(
+export async function recordFailure(db: Queryable, job: JobLease, failure: Failure): Promise<void> {
+  const { rowCount } = await db.query(
     `UPDATE settlement_jobs
         SET first_failure_at = coalesce(first_failure_at, now()),
             last_failure_at = now(), last_error_class = $2, last_error = $3
-      WHERE payment_id = $1`,
-    [paymentId, failure.errorClass, failure.message.slice(0, 1_000)],
+      WHERE payment_id = $1 AND lease_owner = $4`,
+    [job.paymentId, failure.errorClass, failure.message.slice(0, 1_000), job.leaseOwner],
   );
+  assertOwned(rowCount, job, 'failure');
 }
 
 /**
@@ -241,18 +286,19 @@ export async function recordFailure(
  */
 export async function markDead(
   db: Queryable,
-  paymentId: string,
+  job: JobLease,
   failure: Failure,
 ): Promise<{ firstFailureAt: Date; lastFailureAt: Date }> {
-  const { rows } = await db.query<{ first_failure_at: Date; last_failure_at: Date }>(
+  const { rows, rowCount } = await db.query<{ first_failure_at: Date; last_failure_at: Date }>(
     `UPDATE settlement_jobs
-        SET state = 'dead', locked_until = NULL,
+        SET state = 'dead', locked_until = NULL, lease_owner = NULL,
             first_failure_at = coalesce(first_failure_at, now()),
             last_failure_at = now(), last_error_class = $2, last_error = $3
-      WHERE payment_id = $1
+      WHERE payment_id = $1 AND lease_owner = $4
       RETURNING first_failure_at, last_failure_at`,
-    [paymentId, failure.errorClass, failure.message.slice(0, 1_000)],
+    [job.paymentId, failure.errorClass, failure.message.slice(0, 1_000), job.leaseOwner],
   );
+  assertOwned(rowCount, job, 'dead');
   const row = rows[0];
   const now = new Date();
   return {

@@ -4,6 +4,7 @@ import type { Pool } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
 import { fullJitterDelay } from '../platform/backoff.js';
 import { isDatabaseUnavailable } from '../platform/db-errors.js';
+import { createLeaseLostLog, LeaseLostError } from '../platform/lease-lost.js';
 import { createOutageLog, type OutageLog } from '../platform/outage-log.js';
 import type { DeadLetterReason } from './dead-letter.js';
 import { sendDeadLetter, type PublishDeadLetter } from './dead-letter-job.js';
@@ -91,15 +92,25 @@ export function createSettlementWorker(deps: WorkerDeps) {
   const postgresOutage =
     deps.postgresOutage ??
     createOutageLog('postgres', logger, config.OUTAGE_LOG_INTERVAL_MS ?? 30_000);
+  const leaseLost = createLeaseLostLog(
+    'settlement',
+    logger,
+    config.OUTAGE_LOG_INTERVAL_MS ?? 30_000,
+  );
 
   /**
    * One job, never rejecting. A failed step (the completion's transaction, say) keeps its lease,
    * as a crash there would, and the job is claimed again when the lease ends; its failure is
    * recorded (best effort) so that the dead letter says why once the attempts are used up
-   * (ClaimedJob.exhausted).
+   * (ClaimedJob.exhausted). A write refused because another claim holds the job now (the lease
+   * ran out) is counted and logged, and the job left to its owner.
    */
   function work(job: ClaimedJob, counts: SettlementRunCounts): Promise<void> {
     return inSettleSpan(job, () => settleJob(steps, job, counts)).catch(async (error: unknown) => {
+      if (error instanceof LeaseLostError) {
+        leaseLost(error);
+        return;
+      }
       if (isDatabaseUnavailable(error)) {
         postgresOutage.failed(error, { action: 'settlement step failed; the job is retried' });
       } else {
@@ -110,7 +121,9 @@ export function createSettlementWorker(deps: WorkerDeps) {
         message: error instanceof Error ? error.message : String(error),
       };
       // If even this fails (database down), the dead letter names the previous failure.
-      await recordFailure(deps.pool, job.paymentId, failure).catch(() => undefined);
+      await recordFailure(deps.pool, job, failure).catch((lost: unknown) => {
+        if (lost instanceof LeaseLostError) leaseLost(lost);
+      });
     });
   }
 

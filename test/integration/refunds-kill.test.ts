@@ -43,7 +43,6 @@ function settlementEnv(): Record<string, string> {
     METRICS_PORT: '0',
     LOG_LEVEL: 'info',
     ...FAST_SETTLEMENT,
-    SETTLEMENT_LEASE_MS: '1000',
   };
 }
 

@@ -37,7 +37,7 @@ async function freshHarness(): Promise<SettlementHarness> {
   return harness;
 }
 
-function deadJob(paymentId: string, timeoutMs = 15_000) {
+function deadJob(paymentId: string, timeoutMs = 30_000) {
   return eventually(
     `job of ${paymentId} dead`,
     async () => {
@@ -56,8 +56,8 @@ async function jobAttempts(paymentId: string): Promise<number | undefined> {
   return rows[0]?.attempts;
 }
 
-/** Waits a few leases (1 s each here): long enough for any stray re-claim to have happened. */
-const pastSeveralLeases = () => new Promise((r) => setTimeout(r, 2_500));
+/** Waits past a lease (2 s here): long enough for any stray re-claim to have happened. */
+const pastALease = () => new Promise((r) => setTimeout(r, 3_000));
 
 describe('settlement attempt limit', () => {
   it('when the completion step fails after every charge, then the fifth attempt is the last and the event is dead-lettered', async () => {
@@ -78,7 +78,7 @@ describe('settlement attempt limit', () => {
       [DLQ_HEADERS.attempts]: '5',
       [DLQ_HEADERS.errorClass]: 'settlement_step_failed',
     });
-    await pastSeveralLeases();
+    await pastALease();
     expect(await settlementFacts(db, id)).toMatchObject({ job_state: 'dead', calls: 5 });
   });
 
@@ -122,7 +122,7 @@ describe('settlement attempt limit', () => {
     let stalls = 0;
     await h.start({
       // A GC pause or a frozen process: the fifth attempt's outcome never reaches the database
-      // before its lease (1 s) ends.
+      // before its lease (2 s) ends.
       afterCharge: (job) => {
         if (job.attempts !== 5 || stalls > 0) return Promise.resolve();
         stalls++;
@@ -135,7 +135,7 @@ describe('settlement attempt limit', () => {
       const dead = await deadJob(id);
       expect(dead).toMatchObject({ status: 'processing', calls: 5, approved_charges: 0 });
       expect(stalls).toBe(1);
-      await pastSeveralLeases();
+      await pastALease();
       expect(await settlementFacts(db, id)).toMatchObject({ job_state: 'dead', calls: 5 });
       expect(await jobAttempts(id)).toBe(5);
     } finally {
@@ -156,7 +156,7 @@ describe('settlement attempt limit', () => {
     const barrier = await h.createPayment();
     await h.produce([record, await h.createdRecord(barrier)]); // same partition: in this order
     await settled(db, barrier);
-    await pastSeveralLeases();
+    await pastALease();
     expect(await settlementFacts(db, id)).toMatchObject({
       status: 'processing',
       job_state: 'dead',

@@ -17,6 +17,8 @@ beforeAll(async () => {
   harness = await createSettlementHarness(db, {
     SETTLEMENT_CONCURRENCY: '2',
     ACQUIRER_TIMEOUT_MS: '5000',
+    // The lease outlasts the slow call (checked at boot), so no other slot re-claims its job.
+    SETTLEMENT_LEASE_MS: '10000',
   });
   await harness.start();
 });

@@ -24,13 +24,18 @@ import { newPaymentResource } from '../../src/payments/payment-resource.js';
 import { testConfig, uniqueSuffix, type TestDatabase } from './isolation.js';
 import { v7 as uuidv7 } from 'uuid';
 
-/** Settings that make retries and leases fast enough for tests, not different in kind. */
+/**
+ * Settings that make retries and leases fast enough for tests, not different in kind: the lease
+ * still outlasts an attempt (ACQUIRER_TIMEOUT_MS + DATABASE_QUERY_TIMEOUT_MS, checked at boot).
+ */
 export const FAST_SETTLEMENT = {
   SETTLEMENT_BACKOFF_BASE_MS: '20',
   SETTLEMENT_BACKOFF_CAP_MS: '200',
   SETTLEMENT_POLL_MS: '50',
-  SETTLEMENT_LEASE_MS: '1000',
+  SETTLEMENT_LEASE_MS: '2000',
   ACQUIRER_TIMEOUT_MS: '300',
+  DATABASE_STATEMENT_TIMEOUT_MS: '1500',
+  DATABASE_QUERY_TIMEOUT_MS: '1600',
 };
 
 export interface SettlementHarness {

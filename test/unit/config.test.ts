@@ -211,6 +211,26 @@ describe('loadConfig: secrets from files and production defaults', () => {
     },
   );
 
+  it('when SETTLEMENT_LEASE_MS does not outlast the acquirer timeout plus the completion bound, then one line names it', () => {
+    const error = errorFor({
+      SETTLEMENT_LEASE_MS: '11000',
+      ACQUIRER_TIMEOUT_MS: '2000',
+      DATABASE_QUERY_TIMEOUT_MS: '9000',
+    });
+    expect(error.variable).toBe('SETTLEMENT_LEASE_MS');
+    expect(error.message).toBe(
+      "invalid configuration: SETTLEMENT_LEASE_MS must exceed ACQUIRER_TIMEOUT_MS + DATABASE_QUERY_TIMEOUT_MS (2000 + 9000 = 11000 ms), one attempt's longest run (got 11000)",
+    );
+    expect(error.message).not.toContain('\n');
+    expect(
+      loadConfig({
+        SETTLEMENT_LEASE_MS: '11001',
+        ACQUIRER_TIMEOUT_MS: '2000',
+        DATABASE_QUERY_TIMEOUT_MS: '9000',
+      }).SETTLEMENT_LEASE_MS,
+    ).toBe(11001);
+  });
+
   it('when the unauthenticated burst is under one second of its rate, then it is refused', () => {
     const error = errorFor({
       RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE: '600',
