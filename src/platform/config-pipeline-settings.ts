@@ -19,7 +19,10 @@ export const pipelineSettings = {
   SETTLEMENT_BACKOFF_CAP_MS: integer(1, 3_600_000)
     .default(30_000)
     .describe('Longest delay between two settlement attempts.'),
-  /** A claimed job is another worker's after this long; well above ACQUIRER_TIMEOUT_MS. */
+  /**
+   * A claimed job is another worker's after this long: it must outlast an attempt, so boot
+   * refuses a lease not above ACQUIRER_TIMEOUT_MS + DATABASE_QUERY_TIMEOUT_MS (config.ts).
+   */
   SETTLEMENT_LEASE_MS: integer(100, 3_600_000)
     .default(30_000)
     .describe(
