@@ -64,8 +64,7 @@ async function attemptRefund(
   job: ClaimedRefundJob,
 ): Promise<RefundJobOutcome> {
   if (job.exhausted) {
-    await deadLetterRefund(deps, job, job.lastFailure ?? OUTCOME_LOST);
-    return 'dead';
+    return deadLetterRefund(deps, job, job.lastFailure ?? OUTCOME_LOST);
   }
   const answer = await callRefund(deps, job);
   await deps.afterRefund?.(job);
@@ -87,8 +86,7 @@ async function attemptRefund(
     await scheduleRefundRetry(deps.pool, job, answer, deps.retryDelayMs(job.attempts));
     return 'retried';
   }
-  await deadLetterRefund(deps, job, answer);
-  return 'dead';
+  return deadLetterRefund(deps, job, answer);
 }
 
 async function callRefund(
@@ -124,13 +122,16 @@ async function callRefund(
 
 /**
  * Publish first, then mark dead (a crash in between publishes again: at least once). The dead
- * letter carries the refund's `refund.created` CloudEvent, keyed by the payment id.
+ * letter carries the refund's `refund.created` CloudEvent, keyed by the payment id. A publish
+ * that fails (broker down) keeps the acquirer's failure and tries again after the usual backoff,
+ * as a charge's does (DESIGN 45): the job is then claimed `exhausted`, so the acquirer is not
+ * called again.
  */
 async function deadLetterRefund(
   deps: RefundJobDeps,
   job: ClaimedRefundJob,
   failure: RefundFailure,
-): Promise<void> {
+): Promise<'dead' | 'retried'> {
   const { refund } = job;
   const eventId = refundEventId(refund.id, 'refund.created');
   const created = toKafkaRecord({
@@ -142,28 +143,38 @@ async function deadLetterRefund(
     // The refund's trace: a replay from the dead-letter topic continues it.
     ...job.trace,
   });
-  // The same topic, replay and counter as dead charges (the dead-letter alert).
-  await sendDeadLetter(
-    deps.publishDeadLetter,
-    {
-      topic: deps.paymentsTopic,
-      partition: -1,
-      offset: '-1',
-      key: created.key,
-      value: created.value,
-    },
-    {
-      eventId,
-      errorClass: failure.errorClass,
-      errorMessage: failure.message,
-      attempts: job.attempts,
-      firstFailureAt: job.firstFailureAt ?? new Date(),
-      lastFailureAt: new Date(),
-    },
-  );
+  try {
+    // The same topic, replay and counter as dead charges (the dead-letter alert).
+    await sendDeadLetter(
+      deps.publishDeadLetter,
+      {
+        topic: deps.paymentsTopic,
+        partition: -1,
+        offset: '-1',
+        key: created.key,
+        value: created.value,
+      },
+      {
+        eventId,
+        errorClass: failure.errorClass,
+        errorMessage: failure.message,
+        attempts: job.attempts,
+        firstFailureAt: job.firstFailureAt ?? new Date(),
+        lastFailureAt: new Date(),
+      },
+    );
+  } catch (error) {
+    deps.logger.warn(
+      { err: error, refund_id: refund.id },
+      'refund dead-letter publish failed; retrying later without calling the acquirer',
+    );
+    await scheduleRefundRetry(deps.pool, job, failure, deps.retryDelayMs(job.attempts));
+    return 'retried';
+  }
   await markRefundDead(deps.pool, job, failure);
   deps.logger.warn(
     { refund_id: refund.id, payment_id: refund.payment_id, attempts: job.attempts },
     'refund retries exhausted; dead-lettered',
   );
+  return 'dead';
 }

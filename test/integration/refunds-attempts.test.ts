@@ -72,8 +72,16 @@ async function faultHits(): Promise<number> {
   return Number(rows[0]?.n ?? 0);
 }
 
-/** The dead-letter topic's records before the barrier (one partition: in order). */
+/**
+ * Produces a barrier to the dead-letter topic and returns the records before it (one partition:
+ * in order, so every letter sent before is among them).
+ */
 async function lettersBeforeBarrier(): Promise<ConsumedRecord[]> {
+  const barrier = `barrier-${uniqueSuffix()}`;
+  await harness.produce(
+    [{ key: barrier, value: barrier, headers: {} }],
+    harness.config.KAFKA_TOPIC_DLQ,
+  );
   const records: ConsumedRecord[] = [];
   const consumer = createConsumer(harness.platform.kafka, `reader-${uniqueSuffix()}`, 100);
   await consumer.connect();
@@ -83,7 +91,7 @@ async function lettersBeforeBarrier(): Promise<ConsumedRecord[]> {
       return Promise.resolve();
     });
     return await eventually('the barrier on the dead-letter topic', () => {
-      const at = records.findIndex((r) => r.key === 'barrier');
+      const at = records.findIndex((r) => r.key === barrier);
       return Promise.resolve(at < 0 ? undefined : records.slice(0, at));
     });
   } finally {
@@ -127,17 +135,64 @@ describe('refund attempt limit', () => {
     );
     expect(rows).toEqual([{ attempts: MAX_ATTEMPTS, last_error_class: 'refund_step_failed' }]);
 
-    // A barrier after the letters on the one partition: once it is read, every letter is.
-    await harness.produce(
-      [{ key: 'barrier', value: 'barrier', headers: {} }],
-      harness.config.KAFKA_TOPIC_DLQ,
-    );
     const letters = await lettersBeforeBarrier();
     expect(letters.map((r) => r.headers)).toEqual([
       expect.objectContaining({
         [DLQ_HEADERS.eventId]: refundEventId(id, 'refund.created'),
         [DLQ_HEADERS.attempts]: String(MAX_ATTEMPTS),
         [DLQ_HEADERS.errorClass]: 'refund_step_failed',
+      }),
+    ]);
+  });
+
+  it("when the dead-letter publish is refused, then it is retried without calling the acquirer again, and the refund is dead-lettered once with the acquirer's failure", async () => {
+    const paymentId = await settledPayment(api, db, apiKey, {
+      amount: 1000,
+      source: 'tok_refund_unavailable',
+    });
+    const res = await postRefund(api, { apiKey, paymentId, body: { amount: 250 } });
+    expect(res.status).toBe(202);
+    const id = res.json.id as string;
+    const { config, platform } = harness;
+    let brokerRefuses = true;
+    const refusingWorker = createRefundWorker({
+      pool: platform.pool,
+      acquirer: createRefundSimulator(platform.pool),
+      publishDeadLetter: (record) =>
+        brokerRefuses
+          ? Promise.reject(new Error('broker unavailable'))
+          : harness.produce([record], config.KAFKA_TOPIC_DLQ),
+      logger: platform.logger,
+      config,
+    });
+
+    const outcomes: string[] = [];
+    for (let round = 0; round < 3 * MAX_ATTEMPTS; round++) {
+      if (round === 2 * MAX_ATTEMPTS) brokerRefuses = false;
+      outcomes.push(...(await refusingWorker.runOnce()));
+      await db.pool.query(
+        `UPDATE refund_jobs SET next_attempt_at = now(), locked_until = NULL
+          WHERE refund_id = $1 AND state = 'pending'`,
+        [id],
+      );
+    }
+
+    // Two retries, then the last attempt's dead letter refused until round 7, then sent.
+    expect(outcomes).toEqual([...Array<string>(2 * MAX_ATTEMPTS).fill('retried'), 'dead']);
+    expect(await refundWorkFacts(db, id)).toMatchObject({
+      status: 'pending',
+      amount_refunded: 250,
+      acquirer_refunds: 0,
+      calls: MAX_ATTEMPTS,
+      job_state: 'dead',
+    });
+    const letters = (await lettersBeforeBarrier()).filter(
+      (r) => r.headers[DLQ_HEADERS.eventId] === refundEventId(id, 'refund.created'),
+    );
+    expect(letters.map((r) => r.headers)).toEqual([
+      expect.objectContaining({
+        [DLQ_HEADERS.attempts]: String(MAX_ATTEMPTS),
+        [DLQ_HEADERS.errorClass]: 'acquirer_unavailable',
       }),
     ]);
   });
