@@ -2,22 +2,29 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '../platform/config.js';
 import { createKafka } from '../platform/kafka.js';
 import { createLogger } from '../platform/logger.js';
-import { replayDeadLetters } from '../settlement/replay-dead-letters.js';
+import { listUnreadableDeadLetters, replayDeadLetters } from '../settlement/replay-dead-letters.js';
 import { runCli, UsageError } from './run-cli.js';
 
-const USAGE = 'usage: dlq:replay -- --event-id <uuid> | --all';
+const USAGE = 'usage: dlq:replay -- --event-id <uuid> | --all | --list';
 
 /**
  * `npm run dlq:replay -- --event-id <id>` or `-- --all`: puts dead letters back on the payments
  * topic with their original event id and prints one JSON line with what was replayed.
+ * `-- --list` replays nothing: it prints one JSON line per dead letter without an event id
+ * (partition, offset, error, headers, the raw value in base64 and as text when it is UTF-8).
  */
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { 'event-id': { type: 'string' }, all: { type: 'boolean' } },
+    options: {
+      'event-id': { type: 'string' },
+      all: { type: 'boolean' },
+      list: { type: 'boolean' },
+    },
     strict: true,
   });
   const eventId = values['event-id'];
-  if ((eventId === undefined) === (values.all !== true)) throw new UsageError(USAGE);
+  const chosen = [eventId !== undefined, values.all === true, values.list === true];
+  if (chosen.filter(Boolean).length !== 1) throw new UsageError(USAGE);
   if (eventId !== undefined && !/^[0-9a-f-]{36}$/i.test(eventId)) throw new UsageError(USAGE);
   const config = loadConfig();
   const logger = createLogger({ ...config, LOG_LEVEL: 'warn' });
@@ -25,6 +32,11 @@ async function main(): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
   try {
+    if (values.list === true) {
+      const letters = await listUnreadableDeadLetters(kafka, admin, config.KAFKA_TOPIC_DLQ);
+      for (const letter of letters) process.stdout.write(`${JSON.stringify(letter)}\n`);
+      return;
+    }
     const result = await replayDeadLetters(
       kafka,
       admin,

@@ -28,10 +28,10 @@ export function createIdempotentProducer(
   return producer;
 }
 
-/** One Kafka record: key, value and string headers. */
+/** One Kafka record: key, value (text, or raw bytes as consumed) and string headers. */
 export interface ProducerRecord {
   key: string;
-  value: string;
+  value: string | Buffer;
   headers: Record<string, string>;
 }
 

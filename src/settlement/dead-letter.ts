@@ -1,5 +1,5 @@
 import { traceContextHeaders } from '../outbox/trace-context.js';
-import type { ProducerRecord } from '../platform/kafka.js';
+import type { ConsumedRecord, ProducerRecord } from '../platform/kafka.js';
 import type { SourceRecord } from './settlement-repository.js';
 
 /**
@@ -39,6 +39,32 @@ export function toDeadLetter(
   record: SourceRecord,
   reason: DeadLetterReason,
 ): ProducerRecord & { key: string } {
+  const headers = deadLetterHeaders(record, reason);
+  // The payment's trace context travels on with the record (it is also in the value).
+  Object.assign(headers, traceContextHeaders(record.value));
+  return { key: record.key ?? '', value: record.value, headers };
+}
+
+/**
+ * A record the consumer could not accept, kept as it was consumed: the raw value bytes (it need
+ * not be text) and all of its headers, with the dead-letter headers added. `dlq:replay --list`
+ * shows the ones without an event id.
+ */
+export function toPoisonDeadLetter(
+  record: ConsumedRecord,
+  reason: DeadLetterReason,
+): ProducerRecord {
+  const headers = {
+    ...record.headers,
+    ...deadLetterHeaders(record, reason),
+  };
+  return { key: record.key ?? '', value: record.value ?? Buffer.alloc(0), headers };
+}
+
+function deadLetterHeaders(
+  record: Omit<SourceRecord, 'value'>,
+  reason: DeadLetterReason,
+): Record<string, string> {
   const headers: Record<string, string> = {
     [DLQ_HEADERS.originalTopic]: record.topic,
     [DLQ_HEADERS.originalPartition]: String(record.partition),
@@ -53,7 +79,5 @@ export function toDeadLetter(
     headers[DLQ_HEADERS.eventId] = reason.eventId;
     headers.ce_id = reason.eventId;
   }
-  // The payment's trace context travels on with the record (it is also in the value).
-  Object.assign(headers, traceContextHeaders(record.value));
-  return { key: record.key ?? '', value: record.value, headers };
+  return headers;
 }

@@ -40,8 +40,12 @@ export type ParsedEvent =
    * refund job.
    */
   | { kind: 'ignored'; eventId: string; type: string; refundId?: string }
-  /** Unparseable, invalid, or an unknown type: straight to the dead-letter queue. */
-  | { kind: 'poison'; errorClass: string; message: string };
+  /**
+   * Unparseable, invalid, or an unknown type: straight to the dead-letter queue, with the
+   * envelope's id when it could be read (so `dlq:replay` can put it back once settlement
+   * understands it, record 31).
+   */
+  | { kind: 'poison'; errorClass: string; message: string; eventId?: string };
 
 /** Reads a Kafka record's value as a payment CloudEvent; never throws. */
 export function parsePaymentEvent(value: Buffer | string | null): ParsedEvent {
@@ -58,7 +62,12 @@ export function parsePaymentEvent(value: Buffer | string | null): ParsedEvent {
   }
   const { id, type, subject, data } = envelope.data;
   if (!(KNOWN_EVENT_TYPES as readonly string[]).includes(type)) {
-    return { kind: 'poison', errorClass: 'unknown_event_type', message: `unknown type ${type}` };
+    return {
+      kind: 'poison',
+      errorClass: 'unknown_event_type',
+      message: `unknown type ${type}`,
+      eventId: id,
+    };
   }
   if (type === 'refund.created') {
     const refund = refundIdSchema.safeParse(data);
@@ -69,10 +78,12 @@ export function parsePaymentEvent(value: Buffer | string | null): ParsedEvent {
   if (type !== 'payment.created') return { kind: 'ignored', eventId: id, type };
   const payment = paymentSchema.safeParse(data);
   if (!payment.success) {
-    return { kind: 'poison', errorClass: 'invalid_payload', message: summarize(payment.error) };
+    const message = summarize(payment.error);
+    return { kind: 'poison', errorClass: 'invalid_payload', message, eventId: id };
   }
   if (payment.data.id !== subject) {
-    return { kind: 'poison', errorClass: 'invalid_payload', message: 'subject is not data.id' };
+    const message = 'subject is not data.id';
+    return { kind: 'poison', errorClass: 'invalid_payload', message, eventId: id };
   }
   return { kind: 'payment.created', eventId: id, payment: payment.data };
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Admin, KafkaClient, ProducerRecord } from '../platform/kafka.js';
+import type { Admin, ConsumedRecord, KafkaClient, ProducerRecord } from '../platform/kafka.js';
 import { consume, createConsumer, createIdempotentProducer, publish } from '../platform/kafka.js';
 import type { Logger } from '../platform/logger.js';
 import { traceContextHeaders } from '../outbox/trace-context.js';
@@ -16,7 +16,10 @@ export interface ReplayRequest {
 export interface ReplayResult {
   scanned: number;
   replayed: string[];
-  /** Dead letters without an event id (unparseable records): nothing to replay them as. */
+  /**
+   * Dead letters without an event id (no readable CloudEvent id, no `ce_id`): nothing to replay
+   * them as; `dlq:replay -- --list` shows them with their raw bytes.
+   */
   skippedWithoutEventId: number;
 }
 
@@ -58,32 +61,104 @@ async function chooseDeadLetters(
   result: ReplayResult,
   replayToken: string,
 ): Promise<Map<string, ChosenRecord>> {
-  const ends = await admin.fetchTopicOffsets(request.dlqTopic);
+  const chosen = new Map<string, ChosenRecord>();
+  await scanDeadLetters(kafka, admin, request.dlqTopic, (record) => {
+    result.scanned++;
+    const headers = record.headers;
+    const eventId = headers[DLQ_HEADERS.eventId];
+    if (eventId === undefined) result.skippedWithoutEventId++;
+    else if ('all' in request.select || request.select.eventId === eventId) {
+      const value = record.value?.toString() ?? '';
+      chosen.set(eventId, {
+        topic: headers[DLQ_HEADERS.originalTopic] ?? request.mainTopic,
+        record: {
+          key: record.key ?? '',
+          value,
+          headers: { ...cloudEventHeaders(value, eventId), [REPLAY_TOKEN_HEADER]: replayToken },
+        },
+      });
+    }
+  });
+  return chosen;
+}
+
+/** A dead letter with no event id: nothing to replay it as, shown to an operator as it is. */
+export interface UnreadableDeadLetter {
+  /** Where it is on the dead-letter topic. */
+  partition: number;
+  offset: string;
+  /** Where it was consumed from. */
+  originalTopic: string | null;
+  originalPartition: string | null;
+  originalOffset: string | null;
+  errorClass: string | null;
+  errorMessage: string | null;
+  key: string | null;
+  /** Every header of the dead letter (the original record's and the `dlq_*` ones). */
+  headers: Record<string, string>;
+  /** The record's value, byte for byte. */
+  valueBase64: string;
+  /** The value as text when it is valid UTF-8, else null. */
+  valueText: string | null;
+}
+
+/**
+ * `dlq:replay -- --list`: the dead letters without an event id (a value that is not a readable
+ * CloudEvent and carries no `ce_id`), with their raw bytes, read to the topic's current end.
+ */
+export async function listUnreadableDeadLetters(
+  kafka: KafkaClient,
+  admin: Admin,
+  dlqTopic: string,
+): Promise<UnreadableDeadLetter[]> {
+  const found: UnreadableDeadLetter[] = [];
+  await scanDeadLetters(kafka, admin, dlqTopic, (record) => {
+    const headers = record.headers;
+    if (headers[DLQ_HEADERS.eventId] !== undefined) return;
+    const value = record.value ?? Buffer.alloc(0);
+    found.push({
+      partition: record.partition,
+      offset: record.offset,
+      originalTopic: headers[DLQ_HEADERS.originalTopic] ?? null,
+      originalPartition: headers[DLQ_HEADERS.originalPartition] ?? null,
+      originalOffset: headers[DLQ_HEADERS.originalOffset] ?? null,
+      errorClass: headers[DLQ_HEADERS.errorClass] ?? null,
+      errorMessage: headers[DLQ_HEADERS.errorMessage] ?? null,
+      key: record.key,
+      headers,
+      valueBase64: value.toString('base64'),
+      valueText: utf8(value),
+    });
+  });
+  return found.sort((a, b) => a.partition - b.partition || Number(a.offset) - Number(b.offset));
+}
+
+function utf8(value: Buffer): string | null {
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(value);
+  } catch {
+    return null;
+  }
+}
+
+/** Runs `visit` for every record of the dead-letter topic up to its end at the time of the call. */
+async function scanDeadLetters(
+  kafka: KafkaClient,
+  admin: Admin,
+  dlqTopic: string,
+  visit: (record: ConsumedRecord) => void,
+): Promise<void> {
+  const ends = await admin.fetchTopicOffsets(dlqTopic);
   const remaining = new Map(
     ends.filter((p) => p.high !== p.low).map((p) => [p.partition, BigInt(p.high)]),
   );
-  const chosen = new Map<string, ChosenRecord>();
-  if (remaining.size === 0) return chosen;
+  if (remaining.size === 0) return;
   const consumer = createConsumer(kafka, `dlq-replay-${Date.now().toString(36)}`, 100);
   await consumer.connect();
   try {
     await new Promise<void>((resolve, reject) => {
-      consume(consumer, [request.dlqTopic], (record) => {
-        result.scanned++;
-        const headers = record.headers;
-        const eventId = headers[DLQ_HEADERS.eventId];
-        if (eventId === undefined) result.skippedWithoutEventId++;
-        else if ('all' in request.select || request.select.eventId === eventId) {
-          const value = record.value?.toString() ?? '';
-          chosen.set(eventId, {
-            topic: headers[DLQ_HEADERS.originalTopic] ?? request.mainTopic,
-            record: {
-              key: record.key ?? '',
-              value,
-              headers: { ...cloudEventHeaders(value, eventId), [REPLAY_TOKEN_HEADER]: replayToken },
-            },
-          });
-        }
+      consume(consumer, [dlqTopic], (record) => {
+        visit(record);
         const end = remaining.get(record.partition);
         if (end !== undefined && BigInt(record.offset) + 1n >= end)
           remaining.delete(record.partition);
@@ -94,7 +169,6 @@ async function chooseDeadLetters(
   } finally {
     await consumer.disconnect();
   }
-  return chosen;
 }
 
 /** Publishes the chosen records to their original topics, unchanged. */

@@ -4,7 +4,7 @@ import type { Logger } from '../platform/logger.js';
 import { callAcquirer } from './call-acquirer.js';
 import { completeSettlement } from './complete-settlement.js';
 import type { CompletePayment } from './completion-batcher.js';
-import { deadLetterJob, type PublishDeadLetter } from './dead-letter-job.js';
+import { deadLetterJob, type DeadLetterOutbox } from './dead-letter-job.js';
 import { scheduleSettlementRetry } from './schedule-settlement-retry.js';
 import type { ClaimedJob, Failure } from './settlement-repository.js';
 import type { SettlementRunCounts } from './settlement-run-counts.js';
@@ -12,7 +12,8 @@ import type { SettlementRunCounts } from './settlement-run-counts.js';
 export interface SettleJobDeps {
   pool: Pool;
   acquirer: Acquirer;
-  publishDeadLetter: PublishDeadLetter;
+  /** Where exhausted jobs' dead letters go (stored with the dead mark, sent by the publisher). */
+  deadLetters: DeadLetterOutbox;
   logger: Logger;
   /** Records a final answer (grouped with others: completion-batcher). */
   complete: CompletePayment;

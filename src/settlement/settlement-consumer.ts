@@ -19,7 +19,7 @@ interface HandlerDeps {
 }
 
 interface Poison {
-  source: SourceRecord;
+  record: ConsumedRecord;
   eventId: string | null;
   errorClass: string;
   message: string;
@@ -29,12 +29,14 @@ interface Poison {
  * What the settlement consumer does with a batch of records of one partition. It only records
  * the work, all of the batch's `payment.created` events in ONE transaction (dedup rows,
  * processing, durable jobs: record-created-events), and wakes the worker; it never calls the
- * acquirer or sleeps, so a slow or failing acquirer never blocks a partition. Poison records go
- * to the dead-letter topic with the batch, not ahead of it or instead of it. A `refund.created`
+ * acquirer or sleeps, so a slow or failing acquirer never blocks a partition. Poison records are
+ * stored as dead letters (raw bytes, headers, the envelope's event id when readable) with the
+ * batch, not ahead of it or instead of it, and sent to the dead-letter topic by the publisher
+ * (dead-letter-store), so a frozen broker does not hold the partition. A `refund.created`
  * copy republished by dlq:replay (it has a replay token) revives its dead refund job. The
  * caller resolves the batch's offsets only after this resolved: a batch whose transaction or
- * dead letters failed is redelivered whole, and dedup makes the redelivery record everything
- * once.
+ * dead letters failed is redelivered whole, and dedup (processed events, the letters' dedup key)
+ * makes the redelivery record everything once.
  */
 export function createSettlementHandler(deps: HandlerDeps) {
   const handleBatch = async function handleBatch(batch: ConsumedBatch): Promise<HandleOutcome[]> {
@@ -47,8 +49,8 @@ export function createSettlementHandler(deps: HandlerDeps) {
       const event = parsePaymentEvent(record.value);
       if (event.kind === 'poison') {
         poison.push({
-          source,
-          eventId: null,
+          record,
+          eventId: event.eventId ?? headerEventId(record),
           errorClass: event.errorClass,
           message: event.message,
         });
@@ -91,7 +93,8 @@ export function createSettlementHandler(deps: HandlerDeps) {
       const outcome = recorded[i] ?? 'duplicate';
       if (outcome === 'unknown_payment') {
         const message = `no payment ${event.paymentId}`;
-        poison.push({ source: event.source, eventId: event.eventId, errorClass: outcome, message });
+        const record = batch.records[index];
+        if (record) poison.push({ record, eventId: event.eventId, errorClass: outcome, message });
         outcomes[index] = 'dead_lettered';
       } else {
         outcomes[index] = outcome;
@@ -135,19 +138,28 @@ function toSource(record: ConsumedRecord): SourceRecord {
   };
 }
 
+/** The `ce_id` header when the value could not be read (binary-mode CloudEvents carry it). */
+function headerEventId(record: ConsumedRecord): string | null {
+  const id = record.headers.ce_id;
+  return id !== undefined && UUID.test(id) ? id.toLowerCase() : null;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 async function deadLetterPoison(deps: HandlerDeps, poison: Poison): Promise<void> {
-  const { source, eventId, errorClass, message } = poison;
+  const { record, eventId, errorClass, message } = poison;
   const now = new Date();
   deps.logger.warn(
     {
-      topic: source.topic,
-      partition: source.partition,
-      offset: source.offset,
+      topic: record.topic,
+      partition: record.partition,
+      offset: record.offset,
+      event_id: eventId,
       error_class: errorClass,
     },
     'poison record dead-lettered',
   );
-  await deps.worker.deadLetter(source, {
+  await deps.worker.deadLetter(record, {
     eventId,
     errorClass,
     errorMessage: message,

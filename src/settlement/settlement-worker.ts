@@ -6,8 +6,9 @@ import { fullJitterDelay } from '../platform/backoff.js';
 import { isDatabaseUnavailable } from '../platform/db-errors.js';
 import { createLeaseLostLog, LeaseLostError } from '../platform/lease-lost.js';
 import { createOutageLog, type OutageLog } from '../platform/outage-log.js';
+import type { ConsumedRecord } from '../platform/kafka.js';
 import type { DeadLetterReason } from './dead-letter.js';
-import { sendDeadLetter, type PublishDeadLetter } from './dead-letter-job.js';
+import { deadLetterPoison, type DeadLetterOutbox } from './dead-letter-job.js';
 import { settleJob, type SettleJobDeps } from './settle-job.js';
 import { createCompletionBatcher } from './completion-batcher.js';
 import { createSettlementLoop } from './settlement-loop.js';
@@ -18,17 +19,17 @@ import {
   nextDueAt,
   recordFailure,
   type ClaimedJob,
-  type SourceRecord,
 } from './settlement-repository.js';
 import { emptySettlementRunCounts, type SettlementRunCounts } from './settlement-run-counts.js';
 
-export type { PublishDeadLetter } from './dead-letter-job.js';
+export type { DeadLetterOutbox, PublishDeadLetter } from './dead-letter-job.js';
 export type { SettlementRunCounts } from './settlement-run-counts.js';
 
 export interface WorkerDeps {
   pool: Pool;
   acquirer: Acquirer;
-  publishDeadLetter: PublishDeadLetter;
+  /** Dead letters are stored in the database and sent by its publisher (dead-letter-store). */
+  deadLetters: DeadLetterOutbox;
   logger: Logger;
   config: Pick<
     Config,
@@ -59,7 +60,7 @@ function settleJobDeps(deps: WorkerDeps): SettleJobDeps {
   return {
     pool: deps.pool,
     acquirer: deps.acquirer,
-    publishDeadLetter: deps.publishDeadLetter,
+    deadLetters: deps.deadLetters,
     logger: deps.logger,
     complete: createCompletionBatcher((completions) =>
       completePayments(deps.pool, completions, config.KAFKA_TOPIC_PAYMENTS, new Date()),
@@ -158,9 +159,9 @@ export function createSettlementWorker(deps: WorkerDeps) {
     wake: loop.wake,
     start: loop.start,
     stop: loop.stop,
-    /** Publishes a record the consumer could not accept to the dead-letter topic. */
-    deadLetter: (record: SourceRecord, reason: DeadLetterReason) =>
-      sendDeadLetter(deps.publishDeadLetter, record, reason),
+    /** Keeps a record the consumer could not accept as a dead letter (sent by the publisher). */
+    deadLetter: (record: ConsumedRecord, reason: DeadLetterReason) =>
+      deadLetterPoison(deps, record, reason),
   };
 }
 

@@ -450,7 +450,7 @@ describe('process entry points', () => {
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const code = await new Promise((resolve) => child.on('exit', resolve));
     expect(code).toBe(1);
-    expect(stderr.trim()).toBe('usage: dlq:replay -- --event-id <uuid> | --all');
+    expect(stderr.trim()).toBe('usage: dlq:replay -- --event-id <uuid> | --all | --list');
   });
 
   it.each([

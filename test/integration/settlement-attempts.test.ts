@@ -99,13 +99,19 @@ describe('settlement attempt limit', () => {
     await eventually('three refused dead-letter publishes', () =>
       Promise.resolve(refused >= 3 ? true : undefined),
     );
-    // Not lost (the job waits to be dead-lettered) and not charged again past the limit.
+    // Not lost (the dead letter waits in the database, record 30) and not charged again past
+    // the limit: the job is dead and holds no lease while Kafka refuses.
     expect(await settlementFacts(db, id)).toMatchObject({
       status: 'processing',
       calls: 5,
-      job_state: 'pending',
+      job_state: 'dead',
     });
     expect(await jobAttempts(id)).toBe(5);
+    const waiting = await db.pool.query<{ published_at: Date | null }>(
+      'SELECT published_at FROM dead_letters WHERE event_id = $1',
+      [paymentEventId(id, 'payment.created')],
+    );
+    expect(waiting.rows).toEqual([{ published_at: null }]);
 
     brokerRefuses = false;
     expect(await deadJob(id)).toMatchObject({ calls: 5, approved_charges: 0 });

@@ -46,4 +46,21 @@ describe('parsePaymentEvent', () => {
   ])('when the record is %s, then it is poison (%s)', (_case, value, errorClass) => {
     expect(parsePaymentEvent(value)).toMatchObject({ kind: 'poison', errorClass });
   });
+
+  it.each([
+    ['unknown type', record('payment.refunded')],
+    ['bad payload', record('payment.created', { ...payment, currency: 'XTS' })],
+  ])(
+    'when the record is poison with a readable envelope (%s), then it keeps the envelope id for dlq:replay',
+    (_case, value) => {
+      expect(parsePaymentEvent(value)).toMatchObject({
+        kind: 'poison',
+        eventId: paymentEventId(paymentId, 'payment.created'),
+      });
+    },
+  );
+
+  it('when the envelope cannot be read, then the poison has no event id', () => {
+    expect(parsePaymentEvent('{oops')).not.toHaveProperty('eventId');
+  });
 });

@@ -2,18 +2,16 @@ import { createAcquirerSimulator } from '../../acquirer/acquirer-simulator.js';
 import type { Acquirer, RefundAcquirer } from '../../acquirer/acquirer.js';
 import { createRefundSimulator } from '../../acquirer/refund-simulator.js';
 import { connectInBackground } from '../../platform/connect-in-background.js';
-import {
-  consumeBatches,
-  createConsumer,
-  createIdempotentProducer,
-  ensureTopics,
-  publish,
-} from '../../platform/kafka.js';
+import { consumeBatches, createConsumer, ensureTopics, publish } from '../../platform/kafka.js';
 import type { Platform } from '../../platform/platform.js';
 import { createOutageLog } from '../../platform/outage-log.js';
 import { registerSettlementBacklogProbe } from '../../settlement/settlement-backlog-metrics.js';
 import { registerRefundBacklogProbe } from '../../refunds/refund-backlog-metrics.js';
 import { createRefundWorker, type RefundWorkerDeps } from '../../refunds/refund-worker.js';
+import { createRelayKafka } from '../../outbox/relay-kafka.js';
+import { createRelayProducer } from '../../outbox/relay-producer.js';
+import { fullJitterDelay } from '../../platform/backoff.js';
+import { createDeadLetterPublisher } from '../../settlement/dead-letter-store.js';
 import { createSettlementHandler } from '../../settlement/settlement-consumer.js';
 import { createSettlementWorker, type WorkerDeps } from '../../settlement/settlement-worker.js';
 import type { RunningRole } from '../running-role.js';
@@ -23,7 +21,7 @@ export interface SettlementOptions {
   acquirer?: Acquirer;
   /** Test-only fault injection, see WorkerDeps. */
   afterCharge?: WorkerDeps['afterCharge'];
-  /** Test-only fault injection: runs before each dead letter is sent; a rejection fails it. */
+  /** Test-only fault injection: runs before each dead-letter send; a rejection fails it. */
   beforeDeadLetter?: () => Promise<void>;
   /** Refunds go to the simulator's refunds unless given. */
   refundAcquirer?: RefundAcquirer;
@@ -42,7 +40,31 @@ export function startSettlement(
 ): Promise<RunningRole> {
   const { config, pool, kafka } = platform;
   const logger = platform.logger.child({ role: 'settlement' });
-  const producer = createIdempotentProducer(kafka);
+  // Dead letters go out through a bounded producer of their own (the relay's patience: a send
+  // fails within seconds when the broker is down or frozen, and the producer is replaced after
+  // a failure); until the topic takes them they wait in the database (DESIGN record 30).
+  const deadLetterProducer = createRelayProducer(createRelayKafka(config, logger));
+  const sendDeadLetters = async (batches: Parameters<typeof publish>[1]): Promise<void> => {
+    await options.beforeDeadLetter?.();
+    try {
+      await publish(await deadLetterProducer.connected(), batches);
+    } catch (error) {
+      deadLetterProducer.discard();
+      throw error;
+    }
+  };
+  const deadLetters = createDeadLetterPublisher({
+    pool,
+    send: sendDeadLetters,
+    logger,
+    retryDelayMs: (failures) =>
+      fullJitterDelay(
+        failures,
+        config.SETTLEMENT_BACKOFF_BASE_MS,
+        config.SETTLEMENT_BACKOFF_CAP_MS,
+      ),
+    pollMs: Math.max(config.SETTLEMENT_POLL_MS, 1_000),
+  });
   const acquirer =
     options.acquirer ??
     createAcquirerSimulator(pool, {
@@ -56,10 +78,7 @@ export function startSettlement(
     pool,
     postgresOutage,
     acquirer,
-    publishDeadLetter: async (record) => {
-      await options.beforeDeadLetter?.();
-      await publish(producer, [{ topic: config.KAFKA_TOPIC_DLQ, records: [record] }]);
-    },
+    deadLetters: { topic: config.KAFKA_TOPIC_DLQ, wake: deadLetters.wake },
     logger,
     config,
     ...(options.afterCharge ? { afterCharge: options.afterCharge } : {}),
@@ -71,7 +90,7 @@ export function startSettlement(
     postgresOutage,
     acquirer: options.refundAcquirer ?? createRefundSimulator(pool),
     publishDeadLetter: (record) =>
-      publish(producer, [{ topic: config.KAFKA_TOPIC_DLQ, records: [record] }]),
+      sendDeadLetters([{ topic: config.KAFKA_TOPIC_DLQ, records: [record] }]),
     logger,
     config,
     ...(options.afterRefund ? { afterRefund: options.afterRefund } : {}),
@@ -94,12 +113,13 @@ export function startSettlement(
         [config.KAFKA_TOPIC_PAYMENTS, config.KAFKA_TOPIC_DLQ],
         config.KAFKA_TOPIC_PARTITIONS,
       );
-      await producer.connect();
+      await deadLetterProducer.connected();
     },
     logger,
     () => {
       worker.start();
       refundWorker.start();
+      deadLetters.start();
     },
   );
   const consuming = connectInBackground(
@@ -134,7 +154,9 @@ export function startSettlement(
       if (await consuming.connected) await consumer.disconnect();
       if (await producing.connected) {
         await Promise.all([worker.stop(), refundWorker.stop()]);
-        await producer.disconnect();
+        // The send in flight is bounded; unsent letters stay in the database for the next start.
+        await deadLetters.stop();
+        await deadLetterProducer.close();
       }
     },
   });
