@@ -18,7 +18,9 @@ export async function startTestPipeline(
   db: TestDatabase,
   overrides: Record<string, string> = {},
 ): Promise<TestApi> {
-  const api = await startTestApi(db, { ...FAST_SETTLEMENT, ...overrides });
+  // The API reads no settlement setting: it keeps the default database timeouts (FAST_SETTLEMENT's
+  // short ones bound the roles' statements so a lease outlasts them, SETTLEMENT_LEASE_MS's check).
+  const api = await startTestApi(db, overrides);
   const shared = api.platform.config;
   const platforms: Platform[] = [];
   const roles: RunningRole[] = [];
