@@ -3,12 +3,8 @@ import type { ConsumedRecord } from '../platform/kafka.js';
 import type { Logger } from '../platform/logger.js';
 import { toDeadLetter, toPoisonDeadLetter, type DeadLetterReason } from './dead-letter.js';
 import { storeDeadLetter } from './dead-letter-store.js';
-import {
-  markDead,
-  type ClaimedJob,
-  type Failure,
-  type SourceRecord,
-} from './settlement-repository.js';
+import { markDead } from './settlement-job-failures.js';
+import { type ClaimedJob, type Failure, type SourceRecord } from './settlement-repository.js';
 import { settlementMetrics } from './settlement-metrics.js';
 import type { SettlementRunCounts } from './settlement-run-counts.js';
 

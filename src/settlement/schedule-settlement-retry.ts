@@ -1,5 +1,6 @@
 import type { Pool } from '../platform/db.js';
-import { scheduleRetry, type ClaimedJob, type Failure } from './settlement-repository.js';
+import { scheduleRetry } from './settlement-job-failures.js';
+import type { ClaimedJob, Failure } from './settlement-repository.js';
 import { settlementMetrics } from './settlement-metrics.js';
 import type { SettlementRunCounts } from './settlement-run-counts.js';
 

@@ -17,9 +17,9 @@ import {
   claimDueJobs,
   completePayments,
   nextDueAt,
-  recordFailure,
   type ClaimedJob,
 } from './settlement-repository.js';
+import { recordFailure } from './settlement-job-failures.js';
 import { emptySettlementRunCounts, type SettlementRunCounts } from './settlement-run-counts.js';
 
 export type { DeadLetterOutbox, PublishDeadLetter } from './dead-letter-job.js';
