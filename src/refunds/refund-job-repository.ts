@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { refundEventId, type RefundEventType } from '../outbox/refund-event-id.js';
 import type { TraceContext } from '../outbox/trace-context.js';
 import { withTransaction, type Pool, type Queryable } from '../platform/db.js';
-import { LeaseLostError, type JobWrite } from '../platform/lease-lost.js';
+import { LeaseLostError, type JobWrite } from '../jobs/lease-lost.js';
 import { REFUND_COLUMNS, toRefundResource, type RefundRow } from './refund-resource.js';
 
 export interface RefundFailure {

@@ -5,7 +5,7 @@ import { toKafkaRecord } from '../outbox/cloud-event.js';
 import { refundEventId } from '../outbox/refund-event-id.js';
 import { currentTraceContext } from '../outbox/trace-context.js';
 import type { Pool } from '../platform/db.js';
-import { LeaseLostError } from '../platform/lease-lost.js';
+import { LeaseLostError } from '../jobs/lease-lost.js';
 import type { Logger } from '../platform/logger.js';
 import { sendDeadLetter, type PublishDeadLetter } from '../settlement/dead-letter-job.js';
 import {

@@ -3,7 +3,7 @@ import { fullJitterDelay } from '../platform/backoff.js';
 import type { Config } from '../platform/config.js';
 import type { Pool } from '../platform/db.js';
 import { isDatabaseUnavailable } from '../platform/db-errors.js';
-import { createLeaseLostLog, LeaseLostError } from '../platform/lease-lost.js';
+import { createLeaseLostLog, LeaseLostError } from '../jobs/lease-lost.js';
 import type { Logger } from '../platform/logger.js';
 import { createOutageLog, type OutageLog } from '../platform/outage-log.js';
 import type { PublishDeadLetter } from '../settlement/dead-letter-job.js';

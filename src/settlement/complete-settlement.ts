@@ -1,5 +1,5 @@
 import { currentTraceContext } from '../outbox/trace-context.js';
-import { LeaseLostError } from '../platform/lease-lost.js';
+import { LeaseLostError } from '../jobs/lease-lost.js';
 import type { CompletePayment } from './completion-batcher.js';
 import type { ClaimedJob, FinalStatus } from './settlement-repository.js';
 import { settlementMetrics } from './settlement-metrics.js';

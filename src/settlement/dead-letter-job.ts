@@ -1,8 +1,8 @@
 import { withTransaction, type Pool } from '../platform/db.js';
 import type { ConsumedRecord } from '../platform/kafka.js';
 import type { Logger } from '../platform/logger.js';
-import { toDeadLetter, toPoisonDeadLetter, type DeadLetterReason } from './dead-letter.js';
-import { storeDeadLetter } from './dead-letter-store.js';
+import { toDeadLetter, toPoisonDeadLetter, type DeadLetterReason } from '../jobs/dead-letter.js';
+import { storeDeadLetter } from '../jobs/dead-letter-store.js';
 import { markDead } from './settlement-job-failures.js';
 import { type ClaimedJob, type Failure, type SourceRecord } from './settlement-repository.js';
 import { settlementMetrics } from './settlement-metrics.js';

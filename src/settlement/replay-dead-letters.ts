@@ -3,7 +3,7 @@ import type { Admin, ConsumedRecord, KafkaClient, ProducerRecord } from '../plat
 import { consume, createConsumer, createIdempotentProducer, publish } from '../platform/kafka.js';
 import type { Logger } from '../platform/logger.js';
 import { traceContextHeaders } from '../outbox/trace-context.js';
-import { DLQ_HEADERS, REPLAY_TOKEN_HEADER } from './dead-letter.js';
+import { DLQ_HEADERS, REPLAY_TOKEN_HEADER } from '../jobs/dead-letter.js';
 
 export interface ReplayRequest {
   dlqTopic: string;

@@ -2,7 +2,7 @@ import type { Pool } from '../platform/db.js';
 import type { ConsumedBatch, ConsumedRecord } from '../platform/kafka.js';
 import type { Logger } from '../platform/logger.js';
 import { reviveReplayedRefundJobs, type RefundRevival } from '../refunds/refund-job-repository.js';
-import { REPLAY_TOKEN_HEADER } from './dead-letter.js';
+import { REPLAY_TOKEN_HEADER } from '../jobs/dead-letter.js';
 import { parsePaymentEvent } from './payment-event.js';
 import { recordCreatedEvents, type CreatedEvent } from './record-created-events.js';
 import type { SourceRecord } from './settlement-repository.js';

@@ -1,5 +1,5 @@
 import type { Queryable } from '../platform/db.js';
-import { LeaseLostError } from '../platform/lease-lost.js';
+import { LeaseLostError } from '../jobs/lease-lost.js';
 import type { Failure, JobLease } from './settlement-repository.js';
 
 /**

@@ -2,16 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { paymentEventId, type PaymentEventType } from '../outbox/event-id.js';
 import type { TraceContext } from '../outbox/trace-context.js';
 import { withTransaction, type Pool, type Queryable } from '../platform/db.js';
+import type { SourceRecord } from '../jobs/dead-letter.js';
 import { toPaymentResource, type PaymentRow } from '../payments/payment-resource.js';
 
-/** Where a consumed record came from: kept with its job so a dead letter can carry it. */
-export interface SourceRecord {
-  topic: string;
-  partition: number;
-  offset: string;
-  key: string | null;
-  value: string;
-}
+export type { SourceRecord };
 
 export interface ClaimedJob {
   paymentId: string;

@@ -4,14 +4,14 @@ import type { Pool } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
 import { fullJitterDelay } from '../platform/backoff.js';
 import { isDatabaseUnavailable } from '../platform/db-errors.js';
-import { createLeaseLostLog, LeaseLostError } from '../platform/lease-lost.js';
+import { createLeaseLostLog, LeaseLostError } from '../jobs/lease-lost.js';
 import { createOutageLog, type OutageLog } from '../platform/outage-log.js';
 import type { ConsumedRecord } from '../platform/kafka.js';
-import type { DeadLetterReason } from './dead-letter.js';
+import type { DeadLetterReason } from '../jobs/dead-letter.js';
 import { deadLetterPoison, type DeadLetterOutbox } from './dead-letter-job.js';
 import { settleJob, type SettleJobDeps } from './settle-job.js';
 import { createCompletionBatcher } from './completion-batcher.js';
-import { createSettlementLoop } from './settlement-loop.js';
+import { createJobLoop } from '../jobs/job-loop.js';
 import { inSettleSpan } from './settlement-spans.js';
 import {
   claimDueJobs,
@@ -144,7 +144,8 @@ export function createSettlementWorker(deps: WorkerDeps) {
 
   // Counts from the loop are only for tests' runOnce; the loop reports through metrics.
   const loopCounts = emptySettlementRunCounts();
-  const loop = createSettlementLoop({
+  const loop = createJobLoop({
+    kind: 'settlement',
     concurrency: config.SETTLEMENT_CONCURRENCY,
     pollMs: config.SETTLEMENT_POLL_MS,
     outage: postgresOutage,

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { paymentEventId } from '../../src/outbox/event-id.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { paymentSchema } from '../../src/payments/payment-schemas.js';
-import { DLQ_HEADERS } from '../../src/settlement/dead-letter.js';
+import { DLQ_HEADERS } from '../../src/jobs/dead-letter.js';
 import {
   listUnreadableDeadLetters,
   replayDeadLetters,

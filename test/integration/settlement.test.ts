@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Acquirer } from '../../src/acquirer/acquirer.js';
 import { createAcquirerSimulator } from '../../src/acquirer/acquirer-simulator.js';
 import { paymentEventId } from '../../src/outbox/event-id.js';
-import { DLQ_HEADERS } from '../../src/settlement/dead-letter.js';
+import { DLQ_HEADERS } from '../../src/jobs/dead-letter.js';
 import { replayDeadLetters } from '../../src/settlement/replay-dead-letters.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';

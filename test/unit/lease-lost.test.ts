@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLeaseLostLog, LeaseLostError } from '../../src/platform/lease-lost.js';
+import { createLeaseLostLog, LeaseLostError } from '../../src/jobs/lease-lost.js';
 import { metricsRegistry } from '../../src/platform/metrics.js';
 import { capturedLogger } from '../support/captured-logger.js';
 

@@ -5,7 +5,7 @@ import { parse } from 'yaml';
 import '../../src/http/admission-limit.js';
 import '../../src/http/http-metrics.js';
 import '../../src/outbox/outbox-metrics.js';
-import '../../src/platform/lease-lost.js';
+import '../../src/jobs/lease-lost.js';
 import '../../src/platform/readiness-metrics.js';
 import '../../src/refunds/refund-backlog-metrics.js';
 import '../../src/refunds/refund-metrics.js';

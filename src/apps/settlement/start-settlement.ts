@@ -11,7 +11,7 @@ import { createRefundWorker, type RefundWorkerDeps } from '../../refunds/refund-
 import { createRelayKafka } from '../../outbox/relay-kafka.js';
 import { createRelayProducer } from '../../outbox/relay-producer.js';
 import { fullJitterDelay } from '../../platform/backoff.js';
-import { createDeadLetterPublisher } from '../../settlement/dead-letter-store.js';
+import { createDeadLetterPublisher } from '../../jobs/dead-letter-store.js';
 import { createSettlementHandler } from '../../settlement/settlement-consumer.js';
 import { createSettlementWorker, type WorkerDeps } from '../../settlement/settlement-worker.js';
 import type { RunningRole } from '../running-role.js';

@@ -1,6 +1,14 @@
 import { traceContextHeaders } from '../outbox/trace-context.js';
 import type { ConsumedRecord, ProducerRecord } from '../platform/kafka.js';
-import type { SourceRecord } from './settlement-repository.js';
+
+/** Where a consumed record came from: kept with its job so a dead letter can carry it. */
+export interface SourceRecord {
+  topic: string;
+  partition: number;
+  offset: string;
+  key: string | null;
+  value: string;
+}
 
 /**
  * Headers of a dead letter (topic `payments.settlement.dlq`): where the record came from and

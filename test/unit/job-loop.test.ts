@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createOutageLog } from '../../src/platform/outage-log.js';
-import { createSettlementLoop } from '../../src/settlement/settlement-loop.js';
+import { createJobLoop } from '../../src/jobs/job-loop.js';
 import type { ClaimedJob } from '../../src/settlement/settlement-repository.js';
 import { capturedLogger } from '../support/captured-logger.js';
 
@@ -8,14 +8,15 @@ function refused(): Error {
   return Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
 }
 
-describe('settlement loop', () => {
+describe('job loop', () => {
   it('when every claim fails for 40 polls (Postgres down), then the outage costs one warning and one line when it ends, and claiming resumes', async () => {
     const { lines, logger } = capturedLogger();
     const outage = createOutageLog('postgres', logger, 60_000);
     let claims = 0;
     let resumed!: () => void;
     const claimedAgain = new Promise<void>((resolve) => (resumed = resolve));
-    const loop = createSettlementLoop({
+    const loop = createJobLoop({
+      kind: 'settlement',
       concurrency: 4,
       pollMs: 10,
       outage,

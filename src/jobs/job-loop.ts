@@ -1,7 +1,8 @@
 import type { OutageLog } from '../platform/outage-log.js';
-import type { ClaimedJob } from './settlement-repository.js';
 
-export interface SettlementLoopDeps {
+export interface JobLoopDeps<J> {
+  /** The job kind, for the log lines. */
+  kind: string;
   concurrency: number;
   pollMs: number;
   /**
@@ -10,14 +11,14 @@ export interface SettlementLoopDeps {
    */
   outage: OutageLog;
   /** Claims up to `limit` due jobs. */
-  claim: (limit: number) => Promise<ClaimedJob[]>;
+  claim: (limit: number) => Promise<J[]>;
   /** Works one job; never rejects. */
-  work: (job: ClaimedJob) => Promise<void>;
+  work: (job: J) => Promise<void>;
   /** When the earliest waiting job is due, if any. */
   nextDueAt: () => Promise<Date | null>;
 }
 
-export interface SettlementLoop {
+export interface JobLoop {
   start: () => void;
   /** Stops claiming, lets in-flight jobs finish (bounded by the acquirer timeout). */
   stop: () => Promise<void>;
@@ -51,7 +52,7 @@ function createWakeableSleep(): { wake: () => void; sleep: (ms: number) => Promi
  * Keeps up to `concurrency` jobs in flight and claims more as soon as one finishes: one slow
  * acquirer call (a 2 s timeout) occupies one slot, not the whole batch.
  */
-export function createSettlementLoop(deps: SettlementLoopDeps): SettlementLoop {
+export function createJobLoop<J>(deps: JobLoopDeps<J>): JobLoop {
   const { concurrency, pollMs } = deps;
   const { sleep, wake } = createWakeableSleep();
   const inFlight = new Set<Promise<void>>();
@@ -89,7 +90,7 @@ export function createSettlementLoop(deps: SettlementLoopDeps): SettlementLoop {
         if (inFlight.size >= concurrency) await sleep(pollMs);
         else if (claimed === 0) await sleepUntilDue();
       } catch (error) {
-        deps.outage.failed(error, { action: 'settlement claim failed; retrying' });
+        deps.outage.failed(error, { action: `${deps.kind} claim failed; retrying` });
         await new Promise((r) => setTimeout(r, pollMs));
       }
     }

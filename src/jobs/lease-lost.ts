@@ -1,6 +1,6 @@
 import { Counter } from 'prom-client';
-import type { Logger } from './logger.js';
-import { metricsRegistry } from './metrics.js';
+import type { Logger } from '../platform/logger.js';
+import { metricsRegistry } from '../platform/metrics.js';
 
 /** The durable job tables whose writes are fenced by the claim's lease owner token. */
 export type JobKind = 'settlement' | 'refund';
