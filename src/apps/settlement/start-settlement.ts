@@ -5,13 +5,12 @@ import { connectInBackground } from '../../platform/connect-in-background.js';
 import { consumeBatches, createConsumer, ensureTopics, publish } from '../../platform/kafka.js';
 import type { Platform } from '../../platform/platform.js';
 import { createOutageLog } from '../../platform/outage-log.js';
-import { registerSettlementBacklogProbe } from '../../settlement/settlement-backlog-metrics.js';
-import { registerRefundBacklogProbe } from '../../refunds/refund-backlog-metrics.js';
 import { createRefundWorker, type RefundWorkerDeps } from '../../refunds/refund-worker.js';
 import { createRelayKafka } from '../../outbox/relay-kafka.js';
 import { createRelayProducer } from '../../outbox/relay-producer.js';
 import { fullJitterDelay } from '../../platform/backoff.js';
 import { createDeadLetterPublisher } from '../../jobs/dead-letter-store.js';
+import { registerJobProbes } from '../../jobs/job-metrics.js';
 import { createSettlementHandler } from '../../settlement/settlement-consumer.js';
 import { createSettlementWorker, type WorkerDeps } from '../../settlement/settlement-worker.js';
 import type { RunningRole } from '../running-role.js';
@@ -96,10 +95,7 @@ export function startSettlement(
     ...(options.afterRefund ? { afterRefund: options.afterRefund } : {}),
   });
   const handle = createSettlementHandler({ pool, worker, logger });
-  const unregisterBacklogs = [
-    registerSettlementBacklogProbe(pool),
-    registerRefundBacklogProbe(pool),
-  ];
+  const unregisterJobProbes = registerJobProbes(pool, ['settlement', 'refund']);
   const consumer = createConsumer(kafka, config.KAFKA_CONSUMER_GROUP);
   // The worker needs the database and, for dead letters, the producer; not the consumer
   // group. It starts as soon as those are up, so jobs left by a crashed process are resumed
@@ -147,7 +143,7 @@ export function startSettlement(
   return Promise.resolve({
     name: 'settlement',
     close: async () => {
-      for (const unregister of unregisterBacklogs) unregister();
+      unregisterJobProbes();
       producing.stop();
       consuming.stop();
       // Stop intake first (in-flight records finish and commit), then the worker's jobs.
