@@ -5,11 +5,10 @@ import { parse } from 'yaml';
 import '../../src/http/admission-limit.js';
 import '../../src/http/http-metrics.js';
 import '../../src/outbox/outbox-metrics.js';
+import '../../src/jobs/job-metrics.js';
 import '../../src/jobs/lease-lost.js';
 import '../../src/platform/readiness-metrics.js';
-import '../../src/refunds/refund-backlog-metrics.js';
 import '../../src/refunds/refund-metrics.js';
-import '../../src/settlement/settlement-backlog-metrics.js';
 import '../../src/settlement/settlement-metrics.js';
 import { metricsRegistry } from '../../src/platform/metrics.js';
 
@@ -129,7 +128,11 @@ describe('ops/grafana dashboard', () => {
       'http_server_request_duration_seconds_count',
       'outbox_backlog_rows',
       'outbox_parked_rows',
-      'settlement_jobs',
+      'jobs',
+      'jobs_ready',
+      'jobs_oldest_ready_age_seconds',
+      'jobs_attempts_total',
+      'jobs_lease_lost_total',
       'settlement_dead_letters_total',
       'dependency_up',
     ]) {
