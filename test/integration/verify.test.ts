@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DLQ_HEADERS } from '../../src/jobs/dead-letter.js';
 import { toKafkaRecord } from '../../src/outbox/cloud-event.js';
+import { paymentEventId } from '../../src/outbox/event-id.js';
 import { createIdempotentProducer, publish } from '../../src/platform/kafka.js';
 import type { VerifyReport } from '../../tools/verify/verify-payments.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
@@ -19,6 +21,20 @@ const ids: Record<string, string> = {};
 
 function verifyCli(...args: string[]) {
   return runVerifyCli(db, api.platform.config, args);
+}
+
+/** Appends records to a topic as a misbehaving producer would (a copy, a stale or forged one). */
+async function publishRaw(
+  topic: string,
+  records: Parameters<typeof publish>[1][number]['records'],
+) {
+  const producer = createIdempotentProducer(api.platform.kafka);
+  await producer.connect();
+  try {
+    await publish(producer, [{ topic, records }]);
+  } finally {
+    await producer.disconnect();
+  }
 }
 
 beforeAll(async () => {
@@ -143,6 +159,67 @@ describe('npm run verify', () => {
         rows[0]?.status,
       ]);
     }
+  });
+
+  it('when a dead job has no letter on the dead-letter topic, then it exits 1 naming dead_letter_missing', async () => {
+    const paymentId = ids.unavailable ?? '';
+    const result = await runVerifyCli(
+      db,
+      { ...api.platform.config, KAFKA_TOPIC_DLQ: `${api.platform.config.KAFKA_TOPIC_DLQ}-absent` },
+      ['--grace', '0'],
+    );
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain('dead_letter_missing x1');
+    expect(result.stdout).toContain(paymentId);
+    expect(result.stdout).not.toContain('duplicate_dead_letter');
+  });
+
+  it('when a stale copy of payment.created lands after the payment.failed, then it exits 1 naming events_out_of_order', async () => {
+    const paymentId = ids.declined ?? '';
+    // The right event id (a relay that sent it again after its lease ended, issue 25 defect 5).
+    const stale = toKafkaRecord({
+      eventId: paymentEventId(paymentId, 'payment.created'),
+      eventType: 'payment.created',
+      aggregateId: paymentId,
+      data: { id: paymentId },
+      createdAt: new Date(),
+    });
+    await publishRaw(api.platform.config.KAFKA_TOPIC_PAYMENTS, [stale]);
+
+    const result = await verifyCli('--grace', '0');
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain('events_out_of_order x1');
+    expect(result.stdout).toMatch(
+      new RegExp(`${paymentId}  stale payment.created at offset \\d+ after the result at \\d+`),
+    );
+    expect(result.stdout).not.toContain('duplicate_event_ids');
+  });
+
+  it('when a dead letter reaches the dead-letter topic twice, then it exits 1 naming duplicate_dead_letter', async () => {
+    const paymentId = ids.unavailable ?? '';
+    const eventId = paymentEventId(paymentId, 'payment.created');
+    const before = JSON.parse((await verifyCli('--grace', '0', '--json')).stdout) as VerifyReport;
+    expect(before.counts.duplicate_dead_letter).toBeUndefined();
+
+    // A second letter for the same job and life: no replay token anywhere on the payments topic.
+    await publishRaw(api.platform.config.KAFKA_TOPIC_DLQ, [
+      {
+        key: paymentId,
+        value: JSON.stringify({ id: eventId }),
+        headers: {
+          [DLQ_HEADERS.eventId]: eventId,
+          [DLQ_HEADERS.originalTopic]: api.platform.config.KAFKA_TOPIC_PAYMENTS,
+          [DLQ_HEADERS.originalPartition]: '-1',
+          [DLQ_HEADERS.originalOffset]: '-1',
+        },
+      },
+    ]);
+    const result = await verifyCli('--grace', '0');
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain('duplicate_dead_letter x1');
+    expect(result.stdout).toContain(
+      `${paymentId}  2 dead letters with event id ${eventId}, 0 replays`,
+    );
   });
 
   it('when a payment.created copy with a foreign event id reaches the topic, then it exits 1 naming wrong_event_id and duplicate_event_ids', async () => {

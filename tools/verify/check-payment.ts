@@ -165,6 +165,17 @@ export function checkPayment(
         'events_out_of_order',
         `result at offset ${firstResult.offset}, payment.created at ${first.offset}`,
       );
+    } else if (firstResult) {
+      // A relay sends a payment's rows in order and only while it holds their lease, so no copy
+      // of payment.created follows its result (issue 25, defect 5); dlq:replay's copies may.
+      const stale = events.created.filter(
+        (copy) => !copy.replayed && copy.offset > firstResult.offset,
+      );
+      if (stale.length > 0)
+        flag(
+          'events_out_of_order',
+          `stale payment.created at offset ${stale.map((copy) => copy.offset).join(', ')} after the result at ${firstResult.offset}`,
+        );
     }
   }
   return { violations, inFlight: inFlight && violations.length === 0, deadLettered };

@@ -1,11 +1,13 @@
 import type { ConsumedRecord } from '../../src/platform/kafka.js';
-import { DLQ_HEADERS } from '../../src/settlement/dead-letter.js';
+import { DLQ_HEADERS, REPLAY_TOKEN_HEADER } from '../../src/jobs/dead-letter.js';
 
 /** Where one copy of an event sits on the topic. */
 export interface EventCopy {
   eventId: string;
   partition: number;
   offset: bigint;
+  /** Put back by `dlq:replay` (it carries a replay token), not sent by the relay. */
+  replayed: boolean;
 }
 
 /** The copies of one payment's events on the payments topic, in the order they were read. */
@@ -41,6 +43,8 @@ export function createEventLog() {
   /** Refund events (verify-refunds.ts): copies per event id, and their keys' payment ids. */
   const refunds = new Map<string, { copies: number; paymentIds: Set<string | null> }>();
   const malformed: MalformedRecord[] = [];
+  /** The distinct `dlq:replay` tokens seen on copies of each event id: its replays. */
+  const replayTokens = new Map<string, Set<string>>();
   const seenIds = new Set<string>();
   let records = 0;
   let copies = 0;
@@ -49,12 +53,19 @@ export function createEventLog() {
     payments,
     refunds,
     malformed,
+    replayTokens,
     /** Records read, and how many of them repeat an event id already seen (at least once). */
     counts: () => ({ read: records, distinct: seenIds.size, copies }),
     add(record: ConsumedRecord): void {
       records++;
       const { ce_id: eventId, ce_type: type, ce_subject: subject } = record.headers;
       const paymentId = subject ?? record.key;
+      const replayToken = record.headers[REPLAY_TOKEN_HEADER];
+      if (eventId !== undefined && replayToken !== undefined) {
+        const tokens = replayTokens.get(eventId) ?? new Set<string>();
+        tokens.add(replayToken);
+        replayTokens.set(eventId, tokens);
+      }
       if (eventId !== undefined && type?.startsWith('refund.')) {
         const seen = refunds.get(eventId) ?? { copies: 0, paymentIds: new Set() };
         seen.copies++;
@@ -81,26 +92,63 @@ export function createEventLog() {
         payments.set(paymentId, events);
       }
       if (record.key !== paymentId) events.keyMismatches++;
-      events[kind].push({ eventId, partition: record.partition, offset: BigInt(record.offset) });
+      events[kind].push({
+        eventId,
+        partition: record.partition,
+        offset: BigInt(record.offset),
+        replayed: replayToken !== undefined,
+      });
     },
   };
 }
 
 export type EventLog = ReturnType<typeof createEventLog>;
 
-/** The dead-letter topic: how many dead letters each event id has. */
+/** The dead letters of one event id: how many, keyed by what, and from which source records. */
+export interface DeadLetterCopies {
+  count: number;
+  /** The letters' Kafka keys: the payment id, for charges and refunds alike. */
+  keys: Set<string | null>;
+  /**
+   * Letters per source record (`topic:partition:offset` of the consumed record the job was
+   * given up on). A charge revived by `dlq:replay` dies from the replayed copy, at another
+   * offset; the same source twice is one letter sent twice. Refund letters name no record
+   * (offset -1) and are not counted here.
+   */
+  bySource: Map<string, number>;
+}
+
+/** The dead-letter topic: how many dead letters each event id has, and where they came from. */
 export function createDeadLetterLog() {
   const byEventId = new Map<string, number>();
+  const copies = new Map<string, DeadLetterCopies>();
   let records = 0;
   let withoutEventId = 0;
   return {
     byEventId,
+    copies,
     counts: () => ({ read: records, eventIds: byEventId.size, withoutEventId }),
     add(record: ConsumedRecord): void {
       records++;
       const eventId = record.headers[DLQ_HEADERS.eventId];
-      if (eventId === undefined) withoutEventId++;
-      else byEventId.set(eventId, (byEventId.get(eventId) ?? 0) + 1);
+      if (eventId === undefined) {
+        withoutEventId++;
+        return;
+      }
+      byEventId.set(eventId, (byEventId.get(eventId) ?? 0) + 1);
+      const seen: DeadLetterCopies = copies.get(eventId) ?? {
+        count: 0,
+        keys: new Set(),
+        bySource: new Map(),
+      };
+      seen.count++;
+      seen.keys.add(record.key);
+      const offset = record.headers[DLQ_HEADERS.originalOffset];
+      if (offset !== undefined && offset !== '-1') {
+        const source = `${record.headers[DLQ_HEADERS.originalTopic] ?? '?'}:${record.headers[DLQ_HEADERS.originalPartition] ?? '?'}:${offset}`;
+        seen.bySource.set(source, (seen.bySource.get(source) ?? 0) + 1);
+      }
+      copies.set(eventId, seen);
     },
   };
 }

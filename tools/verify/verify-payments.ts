@@ -1,5 +1,6 @@
 import type { Queryable } from '../../src/platform/db.js';
 import type { Admin, KafkaClient } from '../../src/platform/kafka.js';
+import { checkDeadLetters } from './check-dead-letters.js';
 import { checkPayment, type CheckOptions } from './check-payment.js';
 import { createDeadLetterLog, createEventLog } from './event-log.js';
 import { existingPayments, loadOrphans, loadPaymentFacts } from './load-payment-facts.js';
@@ -110,6 +111,14 @@ export async function verifyPayments(
         violations.push({ code: 'event_without_payment', paymentId: id, detail: 'payments topic' });
     }
   }
+  if (deps.kafka)
+    violations.push(
+      ...checkDeadLetters(
+        deadLetters.copies,
+        events.replayTokens,
+        new Set(facts.map((payment) => payment.id)),
+      ),
+    );
   for (const record of events.malformed)
     violations.push({
       code: 'malformed_event',

@@ -17,7 +17,8 @@ export const VIOLATIONS = {
   missing_created_event: 'I2/I3: no payment.created event on the payments topic',
   duplicate_event_ids: 'I3: several distinct event ids for one (payment, event type)',
   wrong_event_id: 'I3: event id is not paymentEventId(payment id, type) (UUIDv5)',
-  events_out_of_order: 'I3: a result event precedes payment.created, or sits on another partition',
+  events_out_of_order:
+    'I3: a result event precedes payment.created, a stale copy of payment.created follows a result, or they sit on different partitions',
   event_without_payment: 'I2: event on the payments topic for a payment that does not exist',
   malformed_event: 'event on the payments topic without ce_id / ce_type headers or key',
   // I4: charged at most once, settled exactly once
@@ -40,6 +41,8 @@ export const VIOLATIONS = {
   unresolved_settlement:
     'I7: settlement job still retrying after the grace period (neither terminal nor dead-lettered)',
   dead_letter_missing: 'I7: settlement job is dead but its event is not on the dead-letter topic',
+  duplicate_dead_letter:
+    'I7: a charge or refund is on the dead-letter topic more than once for one life of its job (more letters than 1 + its replays, or one source record dead-lettered twice)',
   // Refunds (verify-refunds.ts, DESIGN.md Part VI)
   refunds_exceed_payment: 'refund: the refunds not failed add up to more than the payment amount',
   amount_refunded_mismatch:
