@@ -5,7 +5,14 @@ export type FaultAction =
   | { kind: 'freeze'; service: 'redis' | 'postgres' | 'kafka' }
   | { kind: 'stop'; service: 'redis' | 'postgres' | 'kafka' }
   | { kind: 'freeze-broker'; node: number }
-  | { kind: 'kill-broker'; node: number };
+  | { kind: 'kill-broker'; node: number }
+  /** SIGSTOP one process of a role for longer than its lease, then SIGCONT (not restarted). */
+  | { kind: 'pause-role'; role: Role }
+  /**
+   * Charges and refunds set to exhaust their attempts, then all of Kafka frozen (every broker)
+   * until they did: their dead letters wait in the database and go out once after the thaw.
+   */
+  | { kind: 'freeze-dead-letters' };
 
 export interface PlannedFault {
   label: string;
@@ -35,24 +42,45 @@ const HOLDS: Record<FaultAction['kind'], number> = {
   stop: 6,
   'freeze-broker': 12,
   'kill-broker': 10,
+  // Fixed by the relays' lease (planFaults' relayPauseSeconds), whatever the slot.
+  'pause-role': 0,
+  // At least this long, and on until the dead letters it set up are due (dead-letter-fault.ts).
+  'freeze-dead-letters': 6,
 };
 
 /**
  * The faults of a run, in order: every role killed and restarted first (their leases then
- * expire while the load still runs), then each dependency frozen and thawed, then each stopped
- * and started (the slowest to restart first, so its recovery still happens under load). With the three-node Kafka, its faults hit broker 2 only: the cluster must carry
- * on with the other two.
+ * expire while the load still runs), relay-1 paused past its lease (`relayPauseSeconds`), then
+ * each dependency frozen and thawed (Kafka while dead letters are due), then each stopped and
+ * started (the slowest to restart first, so its recovery still happens under load). With the
+ * three-node Kafka, its freeze and kill hit broker 2 only (the cluster must carry on with the
+ * other two) and the dead-letter freeze stops all three.
  */
-export function planFaults(durationSeconds: number, kafka3: boolean): PlannedFault[] {
+export function planFaults(
+  durationSeconds: number,
+  kafka3: boolean,
+  relayPauseSeconds: number,
+): PlannedFault[] {
   const actions: { label: string; action: FaultAction }[] = [
     { label: 'SIGKILL api-1, restart', action: { kind: 'kill-role', role: 'api' } },
     { label: 'SIGKILL relay-1, restart', action: { kind: 'kill-role', role: 'relay' } },
     { label: 'SIGKILL settlement-1, restart', action: { kind: 'kill-role', role: 'settlement' } },
+    { label: 'SIGSTOP relay-1 past its lease', action: { kind: 'pause-role', role: 'relay' } },
     { label: 'freeze Redis', action: { kind: 'freeze', service: 'redis' } },
     { label: 'freeze Postgres', action: { kind: 'freeze', service: 'postgres' } },
-    kafka3
-      ? { label: 'freeze Kafka broker 2 of 3', action: { kind: 'freeze-broker', node: 2 } }
-      : { label: 'freeze Kafka', action: { kind: 'freeze', service: 'kafka' } },
+    // The single broker's plain freeze is the dead-letter one: POST is held to the same bound.
+    ...(kafka3
+      ? [
+          {
+            label: 'freeze Kafka broker 2 of 3',
+            action: { kind: 'freeze-broker', node: 2 } as const,
+          },
+        ]
+      : []),
+    {
+      label: 'freeze Kafka while dead letters are due',
+      action: { kind: 'freeze-dead-letters' },
+    },
     // Kafka's JVM takes longest to come back, so it goes first and Redis, the quickest, last.
     kafka3
       ? { label: 'SIGKILL Kafka broker 2 of 3, restart', action: { kind: 'kill-broker', node: 2 } }
@@ -65,7 +93,10 @@ export function planFaults(durationSeconds: number, kafka3: boolean): PlannedFau
     label,
     action,
     atSeconds: Math.round(WARMUP_SECONDS + i * slot),
-    holdSeconds: Math.min(HOLDS[action.kind], Math.max(2, Math.floor(slot / 2))),
+    holdSeconds:
+      action.kind === 'pause-role'
+        ? relayPauseSeconds
+        : Math.min(HOLDS[action.kind], Math.max(2, Math.floor(slot / 2))),
   }));
 }
 
@@ -81,6 +112,7 @@ export function latencyBound(
   if (action.kind === 'freeze' && action.service === 'redis') return { p99Ms: 1_000, maxMs: 2_500 };
   if (action.kind === 'freeze' && action.service === 'postgres') return { maxMs: deadlineMs };
   if (action.kind === 'freeze' && action.service === 'kafka') return { p99Ms: 1_000 };
+  if (action.kind === 'freeze-dead-letters') return { p99Ms: 1_000 };
   if (action.kind === 'freeze-broker') return { p99Ms: 1_000 };
   return null;
 }

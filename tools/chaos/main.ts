@@ -3,6 +3,8 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
+import { relaySendBoundMs } from '../../src/outbox/relay-kafka.js';
 import {
   CHAOS_USAGE,
   ChaosUsageError,
@@ -32,6 +34,15 @@ import { sleep, Timeline } from './timeline.js';
 const VERIFY_GRACE_SECONDS = 5;
 /** Clients retry this often before giving up on a request: long enough to outlast every fault. */
 const CLIENT_MAX_ATTEMPTS = 40;
+/**
+ * The run's relays bound each Kafka request at 2 s (default 10 s), so their lease can be 20 s
+ * instead of the default minute: a lease must exceed the longest send (relaySendBoundMs, 15 s at
+ * 2 s) or the relay refuses to start, and 5 s more leave a claim time to be sent on a busy
+ * machine. The relay pause then outlasts the lease in 23 s, not 63 s, in a run CI waits for.
+ */
+const RELAY_KAFKA_REQUEST_TIMEOUT_MS = 2_000;
+const RELAY_LEASE_MS = relaySendBoundMs(RELAY_KAFKA_REQUEST_TIMEOUT_MS) + 5_000;
+const RELAY_PAUSE_SECONDS = Math.ceil(RELAY_LEASE_MS / 1000) + 3;
 
 /**
  * `npm run chaos`: N processes of each role on the local stack under a duplicate storm and a
@@ -60,11 +71,25 @@ async function main(): Promise<number> {
   mkdirSync(runDir, { recursive: true });
   const resources = runResources(runId, endpoints.DATABASE_URL);
   const fleet = new RoleFleet(root, runDir);
+  // The owner on the run's database (created below; the pool connects on first use), for the
+  // dead-letter freeze to watch jobs and dead letters.
+  const db = new pg.Pool({
+    connectionString: resources.databaseUrl,
+    max: 2,
+    connectionTimeoutMillis: 5_000,
+    statement_timeout: 5_000,
+  });
+  // An idle connection dies when Postgres is stopped: the next query reconnects.
+  db.on('error', () => undefined);
   const faultContext: FaultContext = {
     fleet,
     stack,
     timeline: new Timeline(),
     stopped: new Set(),
+    kafka3: options.kafka3,
+    relayLeaseMs: RELAY_LEASE_MS,
+    // The API and key are filled in once they exist.
+    probe: { db, apiUrl: '', apiKey: '', runId, maxAttempts: settlementMaxAttempts() },
   };
   const k6Runs: RunningK6[] = [];
   const cleanup = installCleanup(stack, fleet, k6Runs, faultContext);
@@ -131,6 +156,12 @@ async function main(): Promise<number> {
         ...roleEnv(role),
         PORT: String(port),
         METRICS_PORT: String(metricsPort),
+        ...(role === 'relay'
+          ? {
+              RELAY_LEASE_MS: String(RELAY_LEASE_MS),
+              KAFKA_REQUEST_TIMEOUT_MS: String(RELAY_KAFKA_REQUEST_TIMEOUT_MS),
+            }
+          : {}),
       });
     }
   }
@@ -148,6 +179,9 @@ async function main(): Promise<number> {
   say(
     `${fleet.names().length} processes ready (logins ${logins.join(', ')}); APIs at ${apiUrls.join(' ')}`,
   );
+
+  faultContext.probe.apiUrl = apiUrls[apiUrls.length - 1] ?? '';
+  faultContext.probe.apiKey = apiKeys[0] ?? '';
 
   const conditionsAtStart = loadAverage(
     `conditions (${os.availableParallelism()} cores): load average at the start`,
@@ -203,7 +237,7 @@ async function main(): Promise<number> {
   );
 
   const windows: FaultWindow[] = [];
-  for (const fault of planFaults(options.durationSeconds, options.kafka3)) {
+  for (const fault of planFaults(options.durationSeconds, options.kafka3, RELAY_PAUSE_SECONDS)) {
     await sleep(fault.atSeconds * 1000 - timeline.now());
     windows.push(await runFault(fault, faultContext));
   }
@@ -227,6 +261,7 @@ async function main(): Promise<number> {
   );
   timeline.note(`verify exited ${verify.code ?? 'by a signal'}`);
   await fleet.stopAll();
+  await db.end();
   timeline.note('every process stopped');
 
   const samples = (
@@ -324,6 +359,12 @@ async function removeResources(
   ]);
 }
 
+/** SETTLEMENT_MAX_ATTEMPTS as the run's settlement processes read it (they inherit this env). */
+function settlementMaxAttempts(): number {
+  const value = Number(process.env.SETTLEMENT_MAX_ATTEMPTS ?? '5');
+  return Number.isInteger(value) && value > 0 ? value : 5;
+}
+
 /** On a shared machine the neighbours move every latency: the report says how busy it was. */
 function loadAverage(label: string): string {
   return `${label} ${os.loadavg()[0]?.toFixed(1) ?? '?'}`;
@@ -373,6 +414,7 @@ function installCleanup(
       });
     }
     await fleet.stopAll();
+    await ctx.probe.db.end().catch(() => undefined);
   };
   const onSignal = (signal: NodeJS.Signals) => {
     process.stderr.write(

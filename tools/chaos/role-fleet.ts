@@ -36,6 +36,8 @@ export class RoleFleet {
   private readonly instances = new Map<string, Instance>();
   /** Set by stopAll: a fault still running must not start a process again. */
   private closed = false;
+  /** SIGSTOPped by `pause` and not resumed yet. */
+  private readonly paused = new Set<ChildProcess>();
 
   constructor(
     private readonly root: string,
@@ -117,6 +119,25 @@ export class RoleFleet {
     return this.get(name).child?.pid ?? null;
   }
 
+  /**
+   * SIGSTOP: the process stays, its sockets open, and does nothing until `resume` (its leases
+   * run out meanwhile). Returns its pid. Remembered until resumed: stopping the fleet resumes it.
+   */
+  pause(name: string): number {
+    if (this.closed) throw new Error(`chaos is stopping: ${name} not paused`);
+    const child = this.get(name).child;
+    if (!child?.pid || child.exitCode !== null) throw new Error(`${name} is not running`);
+    child.kill('SIGSTOP');
+    this.paused.add(child);
+    return child.pid;
+  }
+
+  /** SIGCONT to a paused process (nothing if it is gone). */
+  resume(name: string): void {
+    const child = this.get(name).child;
+    if (child) this.resumeChild(child);
+  }
+
   /** SIGKILL, resolved once the process is gone. */
   async kill(name: string): Promise<void> {
     await this.signalAndWait(this.get(name), 'SIGKILL', 10_000);
@@ -125,6 +146,8 @@ export class RoleFleet {
   /** SIGTERM to every process, SIGKILL to those still alive after the grace period. */
   async stopAll(): Promise<void> {
     this.closed = true;
+    // A stopped process would not act on SIGTERM before the grace period is over.
+    for (const child of [...this.paused]) this.resumeChild(child);
     const live = [...this.instances.values()];
     await Promise.all(
       live.map((instance) => this.signalAndWait(instance, 'SIGTERM', STOP_GRACE_MS)),
@@ -145,6 +168,7 @@ export class RoleFleet {
   /** Synchronous last resort (exit handler): SIGKILL whatever still runs. */
   killAllNow(): void {
     this.closed = true;
+    for (const child of [...this.paused]) this.resumeChild(child);
     for (const instance of this.instances.values()) {
       if (instance.child?.exitCode === null) instance.child.kill('SIGKILL');
     }
@@ -156,6 +180,11 @@ export class RoleFleet {
       starts,
       counts,
     }));
+  }
+
+  private resumeChild(child: ChildProcess): void {
+    this.paused.delete(child);
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGCONT');
   }
 
   private signalAndWait(instance: Instance, signal: NodeJS.Signals, waitMs: number): Promise<void> {

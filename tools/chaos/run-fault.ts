@@ -1,4 +1,13 @@
+import {
+  dueLetters,
+  startExhaustingWork,
+  waitForDrain,
+  waitUntilExhausted,
+  type DeadLetterProbe,
+  type DueLetters,
+} from './dead-letter-fault.js';
 import type { PlannedFault } from './fault-plan.js';
+import { pauseHoldingClaim, publishedSince } from './relay-pause.js';
 import type { RoleFleet } from './role-fleet.js';
 import type { StackControl } from './stack-control.js';
 import { sleep, type Timeline } from './timeline.js';
@@ -16,6 +25,12 @@ export interface FaultContext {
   timeline: Timeline;
   /** Services stopped and not yet started again: the cleanup starts them on an abort. */
   stopped: Set<'redis' | 'postgres' | 'kafka' | 'kafka3'>;
+  /** The three-node Kafka (`--kafka3`) rather than the single broker. */
+  kafka3: boolean;
+  /** RELAY_LEASE_MS of the run's relays: a paused relay is held past it. */
+  relayLeaseMs: number;
+  /** The database, API and key the dead-letter freeze works with. */
+  probe: DeadLetterProbe;
 }
 
 /** Applies one fault, holds it, undoes it (thaw, restart, start), noting each step. */
@@ -61,6 +76,28 @@ export async function runFault(fault: PlannedFault, ctx: FaultContext): Promise<
       timeline.note(`${action.service} started, answering after ${timeline.now() - before} ms`);
       break;
     }
+    case 'pause-role': {
+      const name = `${action.role}-1`;
+      const paused = await pauseHoldingClaim(fleet, name, ctx.probe.db);
+      timeline.note(
+        `SIGSTOP ${name} (pid ${paused.pid}, try ${paused.tries}) for ${fault.holdSeconds} s, past its lease (${ctx.relayLeaseMs} ms), ` +
+          `holding ${paused.heldRows.length} claimed outbox rows`,
+      );
+      let published = 0;
+      try {
+        await sleep(holdMs);
+        published = await publishedSince(ctx.probe.db, paused.heldRows).catch(() => -1);
+      } finally {
+        fleet.resume(name);
+      }
+      timeline.note(
+        `SIGCONT ${name}: of the ${paused.heldRows.length} rows it held, ${published < 0 ? '?' : published} published meanwhile by the other relay; ` +
+          'its own late sends are fenced by the lease',
+      );
+      break;
+    }
+    case 'freeze-dead-letters':
+      return freezeWhileDeadLettersDue(fault, ctx);
     case 'freeze-broker': {
       const pid = await brokerPid(stack, action.node);
       const pids = stack.freeze(pid, false);
@@ -89,6 +126,51 @@ export async function runFault(fault: PlannedFault, ctx: FaultContext): Promise<
     }
   }
   return { fault, startMs, endMs: timeline.now() };
+}
+
+/**
+ * Starts charges and refunds that will exhaust, freezes every broker once their jobs made a
+ * first attempt, holds the freeze at least `holdSeconds` and until they used their attempts
+ * (their dead letters are due then), counts the letters waiting, thaws, and notes how long the
+ * letters due at the thaw took to reach the topic. The window is the freeze itself.
+ */
+async function freezeWhileDeadLettersDue(
+  fault: PlannedFault,
+  ctx: FaultContext,
+): Promise<FaultWindow> {
+  const { stack, timeline, probe } = ctx;
+  const work = await startExhaustingWork(probe, timeline);
+  const brokers = (await stack.pids(ctx.kafka3 ? 'kafka3' : 'kafka')).filter(
+    (pid): pid is number => pid !== null,
+  );
+  if (brokers.length === 0) throw new Error('kafka is not running');
+  const startMs = timeline.now();
+  const frozen = brokers.flatMap((pid) => stack.freeze(pid, false));
+  timeline.note(
+    `SIGSTOP Kafka (pid ${brokers.join(', ')}) for at least ${fault.holdSeconds} s, until their dead letters are due`,
+  );
+  let exhausted = false;
+  let due: DueLetters | null = null;
+  try {
+    await sleep(fault.holdSeconds * 1000);
+    exhausted = await waitUntilExhausted(probe, work);
+    due = await dueLetters(probe);
+  } finally {
+    stack.thaw(frozen);
+  }
+  const endMs = timeline.now();
+  timeline.note(
+    `SIGCONT Kafka after ${((endMs - startMs) / 1000).toFixed(1)} s: ` +
+      `${exhausted ? 'every one exhausted' : 'NOT every one exhausted'}; ${due.unpublished} dead letters unpublished, ` +
+      `${due.exhaustedRefunds} exhausted refunds waiting for their letter`,
+  );
+  const drainMs = await waitForDrain(probe, due, work);
+  timeline.note(
+    drainMs === null
+      ? 'dead letters due at the thaw: NOT all on the topic within 60 s'
+      : `dead letters due at the thaw: all on the topic ${drainMs} ms after it`,
+  );
+  return { fault, startMs, endMs };
 }
 
 async function brokerPid(stack: StackControl, node: number): Promise<number> {
