@@ -29,7 +29,8 @@ export const CHAOS_USAGE = `usage: npm run chaos -- [--duration <s>] [--processe
                  until 20 s after the last one was undone, longer when restarts are slow
   --processes    processes of each role: api, relay, settlement (default 2)
   --kafka3       run against the three-node Kafka (scripts/stack.sh start kafka3); one broker
-                 is frozen and one killed instead of the single broker's freeze and stop
+                 is frozen and one killed instead of the single broker's stop, and the whole
+                 cluster is frozen while dead letters are due
   --rate         new payments per second of the mixed load (default 20)
   --storm-vus    storm virtual users (default 2); each fires --copies copies of a key at once,
                  spread over the API processes (default 6)
