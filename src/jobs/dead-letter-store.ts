@@ -113,6 +113,35 @@ async function markUnsent(
   });
 }
 
+/** Rows per DELETE of the retention purge, and how many DELETEs one purge makes at most. */
+const PURGE_BATCH_SIZE = 1_000;
+const PURGE_MAX_BATCHES = 10;
+
+/**
+ * Deletes letters published more than `retentionSeconds` ago, a batch at a time (a bounded
+ * number per call). Unpublished letters are never deleted: they are the only copy. Returns how
+ * many rows went.
+ */
+export async function purgePublishedDeadLetters(
+  db: Queryable,
+  retentionSeconds: number,
+): Promise<number> {
+  let deleted = 0;
+  for (let batch = 0; batch < PURGE_MAX_BATCHES; batch++) {
+    const { rowCount } = await db.query({
+      name: 'dead-letters.purge',
+      text: `DELETE FROM dead_letters WHERE id IN (
+               SELECT id FROM dead_letters
+                WHERE published_at < now() - make_interval(secs => $1::double precision)
+                ORDER BY id LIMIT $2)`,
+      values: [retentionSeconds, PURGE_BATCH_SIZE],
+    });
+    deleted += rowCount ?? 0;
+    if ((rowCount ?? 0) < PURGE_BATCH_SIZE) break;
+  }
+  return deleted;
+}
+
 /** Sends one batch of dead letters; resolves once the broker acknowledged them all. */
 export type SendDeadLetters = (
   batches: readonly { topic: string; records: readonly ProducerRecord[] }[],
@@ -130,6 +159,10 @@ export interface DeadLetterPublisherDeps {
   batchSize?: number;
   /** Longer than one bounded send, so two processes do not send the same row at once. */
   leaseMs?: number;
+  /** Published letters are deleted after this long (DEAD_LETTER_RETENTION_SECONDS). */
+  retentionSeconds?: number;
+  /** How often the loop purges (default a minute). */
+  purgeIntervalMs?: number;
 }
 
 export interface DeadLetterPublisher {
@@ -151,6 +184,8 @@ export interface DeadLetterPublisher {
 export function createDeadLetterPublisher(deps: DeadLetterPublisherDeps): DeadLetterPublisher {
   const batchSize = deps.batchSize ?? 100;
   const leaseMs = deps.leaseMs ?? 120_000;
+  const purgeIntervalMs = deps.purgeIntervalMs ?? 60_000;
+  let lastPurge = Number.NEGATIVE_INFINITY;
   let failures = 0;
   // Read through a function: the loop's checks see changes made by stop() and wake().
   const state = { running: false, woken: false };
@@ -206,6 +241,11 @@ export function createDeadLetterPublisher(deps: DeadLetterPublisherDeps): DeadLe
       let waitMs = deps.pollMs;
       try {
         await publishDue();
+        if (deps.retentionSeconds !== undefined && Date.now() - lastPurge >= purgeIntervalMs) {
+          lastPurge = Date.now();
+          const deleted = await purgePublishedDeadLetters(deps.pool, deps.retentionSeconds);
+          if (deleted > 0) deps.logger.debug({ deleted }, 'purged published dead letters');
+        }
       } catch (error) {
         // A failed send was logged and its rows rescheduled; a database error waits a poll.
         if (failures === 0) deps.logger.warn({ err: error }, 'dead-letter publisher step failed');

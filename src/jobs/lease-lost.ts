@@ -1,9 +1,9 @@
 import { Counter } from 'prom-client';
 import type { Logger } from '../platform/logger.js';
 import { metricsRegistry } from '../platform/metrics.js';
+import type { JobKind } from './job-table.js';
 
-/** The durable job tables whose writes are fenced by the claim's lease owner token. */
-export type JobKind = 'settlement' | 'refund';
+export type { JobKind };
 
 /** The writes a worker makes on a job it claimed. */
 export type JobWrite = 'complete' | 'retry' | 'failure' | 'dead';

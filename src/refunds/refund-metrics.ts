@@ -1,7 +1,7 @@
 import { Counter } from 'prom-client';
 import { metricsRegistry } from '../platform/metrics.js';
 
-/** The refund worker's counters (its backlog gauge is refund-backlog-metrics.ts). */
+/** The refund worker's counters (its jobs' depth and age: src/jobs/job-metrics.ts). */
 export const refundMetrics = {
   attempts: new Counter({
     name: 'refund_acquirer_attempts_total',

@@ -1,158 +1,94 @@
 import type { RefundAcquirer } from '../acquirer/acquirer.js';
-import { fullJitterDelay } from '../platform/backoff.js';
-import type { Config } from '../platform/config.js';
+import type { DeadLetterOutbox } from '../jobs/dead-letter-job.js';
+import { REFUND_JOBS } from '../jobs/job-table.js';
+import { createJobWorker, type JobHandler, type JobOutcome } from '../jobs/job-worker.js';
+import { currentTraceContext } from '../outbox/trace-context.js';
 import type { Pool } from '../platform/db.js';
-import { isDatabaseUnavailable } from '../platform/db-errors.js';
-import { createLeaseLostLog, LeaseLostError } from '../jobs/lease-lost.js';
 import type { Logger } from '../platform/logger.js';
-import { createOutageLog, type OutageLog } from '../platform/outage-log.js';
-import type { PublishDeadLetter } from '../settlement/dead-letter-job.js';
+import type { OutageLog } from '../platform/outage-log.js';
+import { settlementMetrics } from '../settlement/settlement-metrics.js';
+import { jobPolicy, type JobSettings } from '../settlement/settlement-worker.js';
+import { callRefund, refundLetter } from './refund-job.js';
 import {
   claimDueRefundJobs,
-  scheduleRefundRetry,
+  completeRefund,
   type ClaimedRefundJob,
+  type RefundFinal,
 } from './refund-job-repository.js';
-import { runRefundJob, type RefundJobDeps, type RefundJobOutcome } from './refund-job.js';
+import { refundMetrics } from './refund-metrics.js';
+import { inRefundSpan } from './refund-spans.js';
 
 export interface RefundWorkerDeps {
   pool: Pool;
   acquirer: RefundAcquirer;
-  publishDeadLetter: PublishDeadLetter;
+  /** Dead letters are stored with the dead mark and sent by the process's publisher. */
+  deadLetters: DeadLetterOutbox;
   logger: Logger;
-  config: Pick<
-    Config,
-    | 'SETTLEMENT_MAX_ATTEMPTS'
-    | 'SETTLEMENT_BACKOFF_BASE_MS'
-    | 'SETTLEMENT_BACKOFF_CAP_MS'
-    | 'SETTLEMENT_LEASE_MS'
-    | 'SETTLEMENT_CONCURRENCY'
-    | 'SETTLEMENT_POLL_MS'
-    | 'ACQUIRER_TIMEOUT_MS'
-    | 'KAFKA_TOPIC_PAYMENTS'
-  > &
-    Partial<Pick<Config, 'OUTAGE_LOG_INTERVAL_MS'>>;
+  config: JobSettings;
   /** The process's one log of Postgres outages (see WorkerDeps); a new one when absent. */
   postgresOutage?: OutageLog;
-  afterRefund?: RefundJobDeps['afterRefund'];
+  /** Fault injection for tests: runs after the acquirer answered, before the database commit. */
+  afterRefund?: (job: ClaimedRefundJob) => Promise<void>;
   random?: () => number;
 }
 
+/** How one refund job ended, as tests read a pass. */
+export type RefundJobOutcome =
+  'succeeded' | 'failed' | 'retried' | 'dead' | 'raced' | 'error' | 'lease_lost';
+
+function toRefundOutcome({ result, final }: JobOutcome<ClaimedRefundJob, RefundFinal>) {
+  if (result === 'completed') return final?.status ?? 'succeeded';
+  if (result === 'unchanged') return 'raced';
+  if (result === 'step_failed') return 'error';
+  return result;
+}
+
 /**
- * Works the durable refund jobs (written with each refund by the API) in the settlement role,
- * with the charges' retry policy: same attempt limit, backoff, lease, timeout and dead-letter
- * topic. `runOnce` claims one batch and works it (what tests drive); `start` polls until `stop`.
+ * Refunds on the job engine (src/jobs/), in the settlement role, with the charges' policy (same
+ * attempt limit, backoff, lease, timeout): a claimed job's refund is sent to the acquirer with
+ * its stable key, then completed (succeeded, or failed and its amount released), retried, or,
+ * once its attempts are used up, dead-lettered with its `refund.created` event; the refund stays
+ * pending with its amount reserved (the acquirer may have refunded) until `dlq:replay`.
  */
 export function createRefundWorker(deps: RefundWorkerDeps) {
-  const { config, logger } = deps;
-  const random = deps.random ?? Math.random;
-  const postgresOutage =
-    deps.postgresOutage ??
-    createOutageLog('postgres', logger, config.OUTAGE_LOG_INTERVAL_MS ?? 30_000);
-  const leaseLost = createLeaseLostLog('refund', logger, config.OUTAGE_LOG_INTERVAL_MS ?? 30_000);
-  const steps: RefundJobDeps = {
-    pool: deps.pool,
-    acquirer: deps.acquirer,
-    publishDeadLetter: deps.publishDeadLetter,
-    logger,
-    acquirerTimeoutMs: config.ACQUIRER_TIMEOUT_MS,
-    maxAttempts: config.SETTLEMENT_MAX_ATTEMPTS,
-    paymentsTopic: config.KAFKA_TOPIC_PAYMENTS,
-    retryDelayMs: (attempts) =>
-      fullJitterDelay(
-        attempts,
-        config.SETTLEMENT_BACKOFF_BASE_MS,
-        config.SETTLEMENT_BACKOFF_CAP_MS,
-        random,
+  const { config } = deps;
+  const handler: JobHandler<ClaimedRefundJob, RefundFinal> = {
+    jobs: REFUND_JOBS,
+    claim: claimDueRefundJobs,
+    attempt: (job) => callRefund(deps.acquirer, job, config.ACQUIRER_TIMEOUT_MS),
+    complete: (job, final) =>
+      completeRefund(
+        deps.pool,
+        job,
+        final,
+        config.KAFKA_TOPIC_PAYMENTS,
+        new Date(),
+        currentTraceContext(),
       ),
-    ...(deps.afterRefund ? { afterRefund: deps.afterRefund } : {}),
+    letter: (job) => refundLetter(job, config.KAFKA_TOPIC_PAYMENTS),
+    inSpan: (job, work) =>
+      inRefundSpan(job, async (span) => {
+        const outcome = await work();
+        span.setAttribute('refund.outcome', toRefundOutcome(outcome));
+        return outcome;
+      }),
+    logFields: (job) => ({ refund_id: job.refund.id, payment_id: job.refund.payment_id }),
+    onOutcome: ({ result, final, failure }) => {
+      if (result === 'completed' && final) refundMetrics.completed.inc({ status: final.status });
+      // The same dead-letter counter (and alert) as dead charges: same topic, same replay.
+      if (result === 'dead' && failure) {
+        settlementMetrics.deadLettered.inc({ error_class: failure.errorClass });
+      }
+    },
+    ...(deps.afterRefund ? { afterAttempt: deps.afterRefund } : {}),
   };
-
-  /**
-   * One job, never rejecting. A failed step (the completion's transaction, say) is recorded as
-   * the job's last error and the job retried after the usual backoff, its lease released; the
-   * claim counted the attempt, so a step that keeps failing ends in the dead-letter queue after
-   * the attempt limit (DESIGN 45). If even the record fails (database down), the lease runs out
-   * and the job is claimed again. A write refused because another claim holds the job now is
-   * counted and logged, and the job left to its owner.
-   */
-  function work(job: ClaimedRefundJob): Promise<RefundJobOutcome | 'error' | 'lease_lost'> {
-    return runRefundJob(steps, job).catch(async (error: unknown) => {
-      if (error instanceof LeaseLostError) {
-        leaseLost(error);
-        return 'lease_lost' as const;
-      }
-      if (isDatabaseUnavailable(error)) {
-        postgresOutage.failed(error, { action: 'refund step failed; the job is retried' });
-      } else {
-        logger.error({ err: error, refund_id: job.refund.id }, 'refund step failed');
-      }
-      const failure = {
-        errorClass: 'refund_step_failed',
-        message: error instanceof Error ? error.message : String(error),
-      };
-      const delayMs = steps.retryDelayMs(job.attempts);
-      return scheduleRefundRetry(deps.pool, job, failure, delayMs, 'failure').then(
-        () => 'error' as const,
-        (lost: unknown) => {
-          if (lost instanceof LeaseLostError) {
-            leaseLost(lost);
-            return 'lease_lost' as const;
-          }
-          return 'error' as const;
-        },
-      );
-    });
-  }
-
-  async function runOnce(): Promise<(RefundJobOutcome | 'error' | 'lease_lost')[]> {
-    const jobs = await claimDueRefundJobs(
-      deps.pool,
-      config.SETTLEMENT_CONCURRENCY,
-      config.SETTLEMENT_LEASE_MS,
-      config.SETTLEMENT_MAX_ATTEMPTS,
-    );
-    return Promise.all(jobs.map(work));
-  }
-
-  let stopped = true;
-  let loop: Promise<void> = Promise.resolve();
-  let wakeUp: (() => void) | undefined;
-  /** Read through a call: `stop` changes it while `run` awaits. */
-  const isStopped = () => stopped;
-
-  async function run(): Promise<void> {
-    while (!stopped) {
-      let claimed = 0;
-      try {
-        claimed = (await runOnce()).length;
-        postgresOutage.succeeded();
-      } catch (error) {
-        postgresOutage.failed(error, { action: 'refund claim failed; retrying' });
-      }
-      // A full batch: more may be due at once. Otherwise poll (a stop ends the sleep; one
-      // that came while working skips it).
-      if (claimed < config.SETTLEMENT_CONCURRENCY && !isStopped()) {
-        await new Promise<void>((resolve) => {
-          wakeUp = resolve;
-          setTimeout(resolve, config.SETTLEMENT_POLL_MS).unref();
-        });
-        wakeUp = undefined;
-      }
-    }
-  }
-
+  const engine = createJobWorker({ ...deps, handler, policy: jobPolicy(config) });
   return {
-    runOnce,
-    start: () => {
-      if (!stopped) return;
-      stopped = false;
-      loop = run();
-    },
-    stop: async () => {
-      stopped = true;
-      wakeUp?.();
-      await loop;
-    },
+    /** Claims one batch of due refund jobs and works them all: the step tests drive. */
+    runOnce: async (): Promise<RefundJobOutcome[]> => (await engine.runOnce()).map(toRefundOutcome),
+    wake: engine.wake,
+    start: engine.start,
+    stop: engine.stop,
   };
 }
 

@@ -1,19 +1,16 @@
 import { classifyAcquirerFailure } from '../acquirer/acquirer-failure.js';
 import { inAcquirerSpan } from '../acquirer/acquirer-span.js';
 import { chargeIdempotencyKey, type Acquirer } from '../acquirer/acquirer.js';
-import type { ClaimedJob, Failure, FinalStatus } from './settlement-repository.js';
+import type { AttemptAnswer } from '../jobs/job-worker.js';
+import type { FinalStatus, SettlementJob } from './settlement-repository.js';
 import { settlementMetrics } from './settlement-metrics.js';
-
-/** The acquirer's final word on a payment, or why there was none (to retry). */
-export type AcquirerAnswer =
-  { kind: 'final'; final: FinalStatus } | { kind: 'failure'; failure: Failure };
 
 /** Charges the job's payment with its idempotency key; never rejects. */
 export async function callAcquirer(
   acquirer: Acquirer,
-  job: ClaimedJob,
+  job: SettlementJob,
   timeoutMs: number,
-): Promise<AcquirerAnswer> {
+): Promise<AttemptAnswer<FinalStatus>> {
   try {
     const attributes = { 'payment.id': job.paymentId, 'settlement.attempt': job.attempts };
     const answer = await inAcquirerSpan('acquirer charge', attributes, () =>

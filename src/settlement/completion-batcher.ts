@@ -1,4 +1,5 @@
-import type { Completion, CompletionOutcome } from './settlement-repository.js';
+import type { CompletionOutcome } from '../jobs/job-worker.js';
+import type { Completion } from './settlement-repository.js';
 
 /** Records one payment's final answer; resolves with what that did (CompletionOutcome). */
 export type CompletePayment = (completion: Completion) => Promise<CompletionOutcome>;
@@ -28,7 +29,7 @@ export function createCompletionBatcher(
   async function writeGroup(group: Waiting[]): Promise<void> {
     try {
       const outcomes = await write(group.map((w) => w.completion));
-      for (const w of group) w.resolve(outcomes.get(w.completion.paymentId) ?? 'lease_lost');
+      for (const w of group) w.resolve(outcomes.get(w.completion.id) ?? 'lease_lost');
     } catch (error) {
       if (group.length === 1) {
         group[0]?.reject(error);

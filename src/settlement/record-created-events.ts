@@ -1,5 +1,7 @@
 import { withTransaction, type Pool, type PoolClient } from '../platform/db.js';
-import type { SourceRecord } from './settlement-repository.js';
+import type { SourceRecord } from '../jobs/dead-letter.js';
+import { reviveDeadJobs } from '../jobs/job-store.js';
+import { SETTLEMENT_JOBS } from '../jobs/job-table.js';
 
 /** A parsed `payment.created` record of one consumed batch. */
 export interface CreatedEvent {
@@ -44,7 +46,12 @@ export function recordCreatedEvents(
     );
     const revived = await reviveDeadJobs(
       client,
-      events.filter((event) => event.replayToken !== null && known.has(event.paymentId)),
+      SETTLEMENT_JOBS,
+      events.flatMap((event) =>
+        event.replayToken !== null && known.has(event.paymentId)
+          ? [{ id: event.paymentId, token: event.replayToken }]
+          : [],
+      ),
     );
     const revivedSeen = new Set<string>();
     return events.map((event): RecordOutcome => {
@@ -131,30 +138,4 @@ async function insertJobs(client: PoolClient, events: readonly CreatedEvent[]): 
       column((event) => event.source.value),
     ],
   });
-}
-
-/**
- * dlq:replay's copies: a dead job comes back (attempts reset) once per replay token. A stray
- * duplicate has no token; a second delivery of the same replayed copy has a token the job has
- * already been revived with. Returns the revived payments with the token that revived them.
- */
-async function reviveDeadJobs(
-  client: PoolClient,
-  events: readonly CreatedEvent[],
-): Promise<Map<string, string>> {
-  const lastTokenPerPayment = new Map(
-    events.map((event) => [event.paymentId, event.replayToken ?? '']),
-  );
-  if (lastTokenPerPayment.size === 0) return new Map();
-  const { rows } = await client.query<{ payment_id: string; replay_token: string }>(
-    `UPDATE settlement_jobs j
-        SET state = 'pending', attempts = 0, next_attempt_at = now(), locked_until = NULL,
-            replay_token = r.token, revived_at = now()
-       FROM unnest($1::uuid[], $2::text[]) AS r(payment_id, token)
-      WHERE j.payment_id = r.payment_id AND j.state = 'dead'
-        AND j.replay_token IS DISTINCT FROM r.token
-     RETURNING j.payment_id, j.replay_token`,
-    [[...lastTokenPerPayment.keys()], [...lastTokenPerPayment.values()]],
-  );
-  return new Map(rows.map((row) => [row.payment_id, row.replay_token]));
 }

@@ -1,11 +1,12 @@
 import type { Pool } from '../platform/db.js';
 import type { ConsumedBatch, ConsumedRecord } from '../platform/kafka.js';
 import type { Logger } from '../platform/logger.js';
-import { reviveReplayedRefundJobs, type RefundRevival } from '../refunds/refund-job-repository.js';
 import { REPLAY_TOKEN_HEADER } from '../jobs/dead-letter.js';
+import { reviveDeadJobs, type Revival } from '../jobs/job-store.js';
+import { REFUND_JOBS } from '../jobs/job-table.js';
 import { parsePaymentEvent } from './payment-event.js';
 import { recordCreatedEvents, type CreatedEvent } from './record-created-events.js';
-import type { SourceRecord } from './settlement-repository.js';
+import type { SourceRecord } from '../jobs/dead-letter.js';
 import { settlementMetrics } from './settlement-metrics.js';
 import { failSpan, startConsumeSpan } from './settlement-spans.js';
 import type { SettlementWorker } from './settlement-worker.js';
@@ -43,7 +44,7 @@ export function createSettlementHandler(deps: HandlerDeps) {
     const outcomes: HandleOutcome[] = [];
     const created: { index: number; event: CreatedEvent }[] = [];
     const poison: Poison[] = [];
-    const refundRevivals: { index: number; revival: RefundRevival }[] = [];
+    const refundRevivals: { index: number; revival: Revival }[] = [];
     for (const record of batch.records) {
       const source = toSource(record);
       const event = parsePaymentEvent(record.value);
@@ -60,7 +61,7 @@ export function createSettlementHandler(deps: HandlerDeps) {
         if (event.refundId !== undefined && token !== undefined) {
           refundRevivals.push({
             index: outcomes.length,
-            revival: { refundId: event.refundId, token },
+            revival: { id: event.refundId, token },
           });
         }
         outcomes.push('ignored');
@@ -82,12 +83,13 @@ export function createSettlementHandler(deps: HandlerDeps) {
       created.map(({ event }) => event),
     );
     // A replayed dead refund: its job is pending again, and the refund worker's next poll takes it.
-    const revivedRefunds = await reviveReplayedRefundJobs(
+    const revivedRefunds = await reviveDeadJobs(
       deps.pool,
+      REFUND_JOBS,
       refundRevivals.map(({ revival }) => revival),
     );
     for (const { index, revival } of refundRevivals) {
-      if (revivedRefunds.has(revival.refundId)) outcomes[index] = 'revived';
+      if (revivedRefunds.has(revival.id)) outcomes[index] = 'revived';
     }
     created.forEach(({ index, event }, i) => {
       const outcome = recorded[i] ?? 'duplicate';
@@ -110,7 +112,6 @@ export function createSettlementHandler(deps: HandlerDeps) {
     }
     return outcomes;
   };
-  // Each record in its own CONSUMER span, continuing the record's trace (settlement-spans).
   // Each record in its own CONSUMER span, continuing the record's trace (settlement-spans),
   // open for as long as its batch is being recorded.
   return async (batch: ConsumedBatch): Promise<HandleOutcome[]> => {

@@ -2,7 +2,7 @@ import { ROOT_CONTEXT, SpanKind, SpanStatusCode, type Span } from '@opentelemetr
 import { contextOf, traceContextOfEnvelope } from '../outbox/trace-context.js';
 import type { ConsumedRecord } from '../platform/kafka.js';
 import { inSpan, tracer } from '../platform/tracing.js';
-import type { ClaimedJob } from './settlement-repository.js';
+import type { SettlementJob } from './settlement-repository.js';
 
 /**
  * The consumer's intake of one record: a CONSUMER span, child of the record's `ce_traceparent`
@@ -43,7 +43,7 @@ export function failSpan(span: Span, error: unknown): void {
  * (kept in the job), so every attempt, retried ones included, shows in the payment's trace.
  * The result event written by the attempt carries this span's context.
  */
-export function inSettleSpan<T>(job: ClaimedJob, fn: (span: Span) => Promise<T>): Promise<T> {
+export function inSettleSpan<T>(job: SettlementJob, fn: (span: Span) => Promise<T>): Promise<T> {
   const parent = contextOf(traceContextOfEnvelope(job.record.value));
   const options = {
     attributes: {

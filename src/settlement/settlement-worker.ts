@@ -1,29 +1,61 @@
 import type { Acquirer } from '../acquirer/acquirer.js';
+import type { DeadLetterReason } from '../jobs/dead-letter.js';
+import type { DeadLetterOutbox } from '../jobs/dead-letter-job.js';
+import { SETTLEMENT_JOBS } from '../jobs/job-table.js';
+import {
+  createJobWorker,
+  type JobHandler,
+  type JobOutcome,
+  type JobPolicy,
+} from '../jobs/job-worker.js';
+import { currentTraceContext } from '../outbox/trace-context.js';
 import type { Config } from '../platform/config.js';
 import type { Pool } from '../platform/db.js';
-import type { Logger } from '../platform/logger.js';
-import { fullJitterDelay } from '../platform/backoff.js';
-import { isDatabaseUnavailable } from '../platform/db-errors.js';
-import { createLeaseLostLog, LeaseLostError } from '../jobs/lease-lost.js';
-import { createOutageLog, type OutageLog } from '../platform/outage-log.js';
 import type { ConsumedRecord } from '../platform/kafka.js';
-import type { DeadLetterReason } from '../jobs/dead-letter.js';
-import { deadLetterPoison, type DeadLetterOutbox } from './dead-letter-job.js';
-import { settleJob, type SettleJobDeps } from './settle-job.js';
+import type { Logger } from '../platform/logger.js';
+import type { OutageLog } from '../platform/outage-log.js';
+import { callAcquirer } from './call-acquirer.js';
 import { createCompletionBatcher } from './completion-batcher.js';
-import { createJobLoop } from '../jobs/job-loop.js';
-import { inSettleSpan } from './settlement-spans.js';
+import { deadLetterPoison } from './poison-dead-letter.js';
+import { settlementMetrics } from './settlement-metrics.js';
 import {
   claimDueJobs,
   completePayments,
-  nextDueAt,
-  type ClaimedJob,
+  type FinalStatus,
+  type SettlementJob,
 } from './settlement-repository.js';
-import { recordFailure } from './settlement-job-failures.js';
 import { emptySettlementRunCounts, type SettlementRunCounts } from './settlement-run-counts.js';
+import { inSettleSpan } from './settlement-spans.js';
 
-export type { DeadLetterOutbox, PublishDeadLetter } from './dead-letter-job.js';
+export type { DeadLetterOutbox } from '../jobs/dead-letter-job.js';
 export type { SettlementRunCounts } from './settlement-run-counts.js';
+
+/** The settings of the settlement role's job kinds (settlement and, for now, refunds). */
+export type JobSettings = Pick<
+  Config,
+  | 'SETTLEMENT_MAX_ATTEMPTS'
+  | 'SETTLEMENT_BACKOFF_BASE_MS'
+  | 'SETTLEMENT_BACKOFF_CAP_MS'
+  | 'SETTLEMENT_LEASE_MS'
+  | 'SETTLEMENT_CONCURRENCY'
+  | 'SETTLEMENT_POLL_MS'
+  | 'ACQUIRER_TIMEOUT_MS'
+  | 'KAFKA_TOPIC_PAYMENTS'
+> &
+  Partial<Pick<Config, 'OUTAGE_LOG_INTERVAL_MS'>>;
+
+/** The engine's policy from the settlement settings. */
+export function jobPolicy(config: JobSettings): JobPolicy {
+  return {
+    maxAttempts: config.SETTLEMENT_MAX_ATTEMPTS,
+    backoffBaseMs: config.SETTLEMENT_BACKOFF_BASE_MS,
+    backoffCapMs: config.SETTLEMENT_BACKOFF_CAP_MS,
+    leaseMs: config.SETTLEMENT_LEASE_MS,
+    concurrency: config.SETTLEMENT_CONCURRENCY,
+    pollMs: config.SETTLEMENT_POLL_MS,
+    outageLogIntervalMs: config.OUTAGE_LOG_INTERVAL_MS ?? 30_000,
+  };
+}
 
 export interface WorkerDeps {
   pool: Pool;
@@ -31,135 +63,75 @@ export interface WorkerDeps {
   /** Dead letters are stored in the database and sent by its publisher (dead-letter-store). */
   deadLetters: DeadLetterOutbox;
   logger: Logger;
-  config: Pick<
-    Config,
-    | 'SETTLEMENT_MAX_ATTEMPTS'
-    | 'SETTLEMENT_BACKOFF_BASE_MS'
-    | 'SETTLEMENT_BACKOFF_CAP_MS'
-    | 'SETTLEMENT_LEASE_MS'
-    | 'SETTLEMENT_CONCURRENCY'
-    | 'SETTLEMENT_POLL_MS'
-    | 'ACQUIRER_TIMEOUT_MS'
-    | 'KAFKA_TOPIC_PAYMENTS'
-  > &
-    Partial<Pick<Config, 'OUTAGE_LOG_INTERVAL_MS'>>;
+  config: JobSettings;
   /**
    * The process's one log of Postgres outages (shared with the refund worker, so an outage
    * costs one set of lines); a new one when absent.
    */
   postgresOutage?: OutageLog;
   /** Fault injection for tests: runs after the acquirer answered, before the database commit. */
-  afterCharge?: (job: ClaimedJob) => Promise<void>;
+  afterCharge?: (job: SettlementJob) => Promise<void>;
   random?: () => number;
 }
 
-/** The steps' dependencies; the retry delay is full-jitter backoff (configured base, cap). */
-function settleJobDeps(deps: WorkerDeps): SettleJobDeps {
-  const { config } = deps;
-  const random = deps.random ?? Math.random;
-  return {
-    pool: deps.pool,
-    acquirer: deps.acquirer,
-    deadLetters: deps.deadLetters,
-    logger: deps.logger,
-    complete: createCompletionBatcher((completions) =>
-      completePayments(deps.pool, completions, config.KAFKA_TOPIC_PAYMENTS, new Date()),
-    ),
-    acquirerTimeoutMs: config.ACQUIRER_TIMEOUT_MS,
-    maxAttempts: config.SETTLEMENT_MAX_ATTEMPTS,
-    retryDelayMs: (attempts) =>
-      fullJitterDelay(
-        attempts,
-        config.SETTLEMENT_BACKOFF_BASE_MS,
-        config.SETTLEMENT_BACKOFF_CAP_MS,
-        random,
-      ),
-    ...(deps.afterCharge ? { afterCharge: deps.afterCharge } : {}),
-  };
+/** Counts one job's outcome the way tests read a pass (SettlementRunCounts). */
+function addToCounts(
+  counts: SettlementRunCounts,
+  { result, final }: JobOutcome<SettlementJob, FinalStatus>,
+): void {
+  if (result === 'completed' && final?.status === 'settled') counts.settled++;
+  else if (result === 'completed') counts.failed++;
+  else if (result === 'retried') counts.retried++;
+  else if (result === 'dead') counts.deadLettered++;
 }
 
 /**
- * Works the durable settlement jobs in named steps: claim due jobs (settlement-repository),
- * call the acquirer with the payment's idempotency key (call-acquirer), then complete
- * (complete-settlement), retry later with full-jitter backoff (schedule-settlement-retry) or
- * dead-letter (dead-letter-job). Retries wait in the database, not in the consumer, so one
- * payment's backoff never holds back another's. `runOnce` is what tests drive; `start` runs the
- * slot-filling loop (settlement-loop) until `stop`.
+ * Settlement on the job engine (src/jobs/): a claimed job's payment is charged with its
+ * idempotency key (call-acquirer), its answer recorded with others' in one transaction
+ * (completion-batcher, completePayments), retried after backoff, or dead-lettered with its
+ * `payment.created` record once its attempts are used up. `runOnce` is what tests drive;
+ * `start` runs the engine's loop until `stop`.
  */
 export function createSettlementWorker(deps: WorkerDeps) {
-  const { config, logger } = deps;
-  const steps = settleJobDeps(deps);
-  // Postgres going away fails the claim every poll and every job in flight: one outage's lines.
-  const postgresOutage =
-    deps.postgresOutage ??
-    createOutageLog('postgres', logger, config.OUTAGE_LOG_INTERVAL_MS ?? 30_000);
-  const leaseLost = createLeaseLostLog(
-    'settlement',
-    logger,
-    config.OUTAGE_LOG_INTERVAL_MS ?? 30_000,
+  const { config } = deps;
+  const complete = createCompletionBatcher((completions) =>
+    completePayments(deps.pool, completions, config.KAFKA_TOPIC_PAYMENTS, new Date()),
   );
-
-  /**
-   * One job, never rejecting. A failed step (the completion's transaction, say) keeps its lease,
-   * as a crash there would, and the job is claimed again when the lease ends; its failure is
-   * recorded (best effort) so that the dead letter says why once the attempts are used up
-   * (ClaimedJob.exhausted). A write refused because another claim holds the job now (the lease
-   * ran out) is counted and logged, and the job left to its owner.
-   */
-  function work(job: ClaimedJob, counts: SettlementRunCounts): Promise<void> {
-    return inSettleSpan(job, () => settleJob(steps, job, counts)).catch(async (error: unknown) => {
-      if (error instanceof LeaseLostError) {
-        leaseLost(error);
-        return;
+  const handler: JobHandler<SettlementJob, FinalStatus> = {
+    jobs: SETTLEMENT_JOBS,
+    claim: claimDueJobs,
+    attempt: (job) => callAcquirer(deps.acquirer, job, config.ACQUIRER_TIMEOUT_MS),
+    complete: (job, final) => complete({ ...job, final, trace: currentTraceContext() }),
+    letter: (job) => ({ eventId: job.eventId, record: job.record }),
+    inSpan: (job, work) => inSettleSpan(job, work),
+    logFields: (job) => ({ payment_id: job.paymentId }),
+    onOutcome: ({ job, result, final, failure }) => {
+      if (result === 'completed' && final) {
+        settlementMetrics.completed.inc({ status: final.status });
+        settlementMetrics.settleLatency.observe(
+          (Date.now() - job.paymentCreatedAt.getTime()) / 1000,
+        );
+      } else if (result === 'retried') {
+        settlementMetrics.retried.inc();
+      } else if (result === 'dead' && failure) {
+        settlementMetrics.deadLettered.inc({ error_class: failure.errorClass });
       }
-      if (isDatabaseUnavailable(error)) {
-        postgresOutage.failed(error, { action: 'settlement step failed; the job is retried' });
-      } else {
-        logger.error({ err: error, payment_id: job.paymentId }, 'settlement step failed');
-      }
-      const failure = {
-        errorClass: 'settlement_step_failed',
-        message: error instanceof Error ? error.message : String(error),
-      };
-      // If even this fails (database down), the dead letter names the previous failure.
-      await recordFailure(deps.pool, job, failure).catch((lost: unknown) => {
-        if (lost instanceof LeaseLostError) leaseLost(lost);
-      });
-    });
-  }
-
-  /** Claims one batch of due jobs and works them all: the step tests drive. */
-  async function runOnce(): Promise<SettlementRunCounts> {
-    const counts = emptySettlementRunCounts();
-    const jobs = await claimDueJobs(
-      deps.pool,
-      config.SETTLEMENT_CONCURRENCY,
-      config.SETTLEMENT_LEASE_MS,
-      config.SETTLEMENT_MAX_ATTEMPTS,
-    );
-    counts.claimed = jobs.length;
-    await Promise.all(jobs.map((job) => work(job, counts)));
-    return counts;
-  }
-
-  // Counts from the loop are only for tests' runOnce; the loop reports through metrics.
-  const loopCounts = emptySettlementRunCounts();
-  const loop = createJobLoop({
-    kind: 'settlement',
-    concurrency: config.SETTLEMENT_CONCURRENCY,
-    pollMs: config.SETTLEMENT_POLL_MS,
-    outage: postgresOutage,
-    claim: (limit) =>
-      claimDueJobs(deps.pool, limit, config.SETTLEMENT_LEASE_MS, config.SETTLEMENT_MAX_ATTEMPTS),
-    work: (job) => work(job, loopCounts),
-    nextDueAt: () => nextDueAt(deps.pool),
-  });
+    },
+    ...(deps.afterCharge ? { afterAttempt: deps.afterCharge } : {}),
+  };
+  const engine = createJobWorker({ ...deps, handler, policy: jobPolicy(config) });
 
   return {
-    runOnce,
-    wake: loop.wake,
-    start: loop.start,
-    stop: loop.stop,
+    /** Claims one batch of due jobs and works them all: the step tests drive. */
+    runOnce: async (): Promise<SettlementRunCounts> => {
+      const outcomes = await engine.runOnce();
+      const counts = { ...emptySettlementRunCounts(), claimed: outcomes.length };
+      for (const outcome of outcomes) addToCounts(counts, outcome);
+      return counts;
+    },
+    wake: engine.wake,
+    start: engine.start,
+    stop: engine.stop,
     /** Keeps a record the consumer could not accept as a dead letter (sent by the publisher). */
     deadLetter: (record: ConsumedRecord, reason: DeadLetterReason) =>
       deadLetterPoison(deps, record, reason),

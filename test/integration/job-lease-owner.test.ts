@@ -3,7 +3,7 @@ import { createRefundSimulator } from '../../src/acquirer/refund-simulator.js';
 import { metricsRegistry } from '../../src/platform/metrics.js';
 import type { ClaimedRefundJob } from '../../src/refunds/refund-job-repository.js';
 import { createRefundWorker } from '../../src/refunds/refund-worker.js';
-import type { ClaimedJob } from '../../src/settlement/settlement-repository.js';
+import type { SettlementJob } from '../../src/settlement/settlement-repository.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import { postRefund, settledPayment } from '../support/refund-client.js';
 import {
@@ -123,8 +123,8 @@ describe('settlement: writes after a lost lease', () => {
         1,
       );
       harness = h;
-      const aPaused = signal<ClaimedJob>();
-      const bPaused = signal<ClaimedJob>();
+      const aPaused = signal<SettlementJob>();
+      const bPaused = signal<SettlementJob>();
       const releaseA = gate();
       const releaseB = gate();
       let paymentId = '';
@@ -225,7 +225,7 @@ describe('refunds: writes after a lost lease', () => {
         createRefundWorker({
           pool: h.platform.pool,
           acquirer: createRefundSimulator(h.platform.pool),
-          publishDeadLetter: (record) => h.produce([record], h.config.KAFKA_TOPIC_DLQ),
+          deadLetters: h.deadLetters(),
           logger: h.platform.logger,
           config: h.config,
           afterRefund: (job) => (job.refund.id === refundId ? afterRefund(job) : Promise.resolve()),

@@ -27,6 +27,8 @@ let api: TestApi;
 let harness: SettlementHarness;
 let worker: RefundWorker;
 let apiKey: string;
+/** While true, the dead-letter topic refuses every letter (the publisher keeps them stored). */
+let brokerRefuses = false;
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -37,7 +39,9 @@ beforeAll(async () => {
   worker = createRefundWorker({
     pool: platform.pool,
     acquirer: createRefundSimulator(platform.pool),
-    publishDeadLetter: (record) => harness.produce([record], config.KAFKA_TOPIC_DLQ),
+    deadLetters: harness.deadLetters(() =>
+      brokerRefuses ? Promise.reject(new Error('broker unavailable')) : Promise.resolve(),
+    ),
     logger: platform.logger,
     config,
   });
@@ -77,6 +81,13 @@ async function faultHits(): Promise<number> {
  * in order, so every letter sent before is among them).
  */
 async function lettersBeforeBarrier(): Promise<ConsumedRecord[]> {
+  // Letters are stored first and sent by the publisher: every one sent before the barrier.
+  await eventually('every stored dead letter sent', async () => {
+    const { rows } = await db.pool.query<{ unsent: number }>(
+      'SELECT count(*)::int AS unsent FROM dead_letters WHERE published_at IS NULL',
+    );
+    return rows[0]?.unsent === 0 ? true : undefined;
+  });
   const barrier = `barrier-${uniqueSuffix()}`;
   await harness.produce(
     [{ key: barrier, value: barrier, headers: {} }],
@@ -145,7 +156,7 @@ describe('refund attempt limit', () => {
     ]);
   });
 
-  it("when the dead-letter publish is refused, then it is retried without calling the acquirer again, and the refund is dead-lettered once with the acquirer's failure", async () => {
+  it('when the dead-letter topic refuses, then the exhausted refund is dead at once without calling the acquirer again, its letter waits in the database, and it is sent once when the topic takes it', async () => {
     const paymentId = await settledPayment(api, db, apiKey, {
       amount: 1000,
       source: 'tok_refund_unavailable',
@@ -153,39 +164,38 @@ describe('refund attempt limit', () => {
     const res = await postRefund(api, { apiKey, paymentId, body: { amount: 250 } });
     expect(res.status).toBe(202);
     const id = res.json.id as string;
-    const { config, platform } = harness;
-    let brokerRefuses = true;
-    const refusingWorker = createRefundWorker({
-      pool: platform.pool,
-      acquirer: createRefundSimulator(platform.pool),
-      publishDeadLetter: (record) =>
-        brokerRefuses
-          ? Promise.reject(new Error('broker unavailable'))
-          : harness.produce([record], config.KAFKA_TOPIC_DLQ),
-      logger: platform.logger,
-      config,
-    });
-
-    const outcomes: string[] = [];
-    for (let round = 0; round < 3 * MAX_ATTEMPTS; round++) {
-      if (round === 2 * MAX_ATTEMPTS) brokerRefuses = false;
-      outcomes.push(...(await refusingWorker.runOnce()));
-      await db.pool.query(
-        `UPDATE refund_jobs SET next_attempt_at = now(), locked_until = NULL
-          WHERE refund_id = $1 AND state = 'pending'`,
-        [id],
-      );
+    brokerRefuses = true;
+    try {
+      const outcomes: string[] = [];
+      for (let round = 0; round < 2 * MAX_ATTEMPTS; round++) {
+        outcomes.push(...(await worker.runOnce()));
+        await db.pool.query(
+          `UPDATE refund_jobs SET next_attempt_at = now(), locked_until = NULL
+            WHERE refund_id = $1 AND state = 'pending'`,
+          [id],
+        );
+      }
+      // Two retries, then the last attempt's failure dead-letters it: stored, not yet sent.
+      expect(outcomes).toEqual([...Array<string>(MAX_ATTEMPTS - 1).fill('retried'), 'dead']);
+      expect(await refundWorkFacts(db, id)).toMatchObject({
+        status: 'pending',
+        amount_refunded: 250,
+        acquirer_refunds: 0,
+        calls: MAX_ATTEMPTS,
+        job_state: 'dead',
+      });
+      await eventually('the refused letter retried', async () => {
+        const { rows } = await db.pool.query<{ attempts: number; published_at: Date | null }>(
+          `SELECT attempts, published_at FROM dead_letters WHERE event_id = $1`,
+          [refundEventId(id, 'refund.created')],
+        );
+        return rows.length === 1 && rows[0] && rows[0].attempts >= 2 && !rows[0].published_at
+          ? rows
+          : undefined;
+      });
+    } finally {
+      brokerRefuses = false;
     }
-
-    // Two retries, then the last attempt's dead letter refused until round 7, then sent.
-    expect(outcomes).toEqual([...Array<string>(2 * MAX_ATTEMPTS).fill('retried'), 'dead']);
-    expect(await refundWorkFacts(db, id)).toMatchObject({
-      status: 'pending',
-      amount_refunded: 250,
-      acquirer_refunds: 0,
-      calls: MAX_ATTEMPTS,
-      job_state: 'dead',
-    });
     const letters = (await lettersBeforeBarrier()).filter(
       (r) => r.headers[DLQ_HEADERS.eventId] === refundEventId(id, 'refund.created'),
     );

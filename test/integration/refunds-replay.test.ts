@@ -3,7 +3,8 @@ import type { RefundAcquirer } from '../../src/acquirer/acquirer.js';
 import { createRefundSimulator } from '../../src/acquirer/refund-simulator.js';
 import { refundEventId } from '../../src/outbox/refund-event-id.js';
 import { createLogger } from '../../src/platform/logger.js';
-import { reviveReplayedRefundJobs } from '../../src/refunds/refund-job-repository.js';
+import { reviveDeadJobs } from '../../src/jobs/job-store.js';
+import { REFUND_JOBS } from '../../src/jobs/job-table.js';
 import { createRefundWorker } from '../../src/refunds/refund-worker.js';
 import { replayDeadLetters } from '../../src/settlement/replay-dead-letters.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
@@ -53,7 +54,7 @@ describe('replaying a dead refund', () => {
     const dying = createRefundWorker({
       pool: platform.pool,
       acquirer: createRefundSimulator(platform.pool),
-      publishDeadLetter: (record) => harness.produce([record], config.KAFKA_TOPIC_DLQ),
+      deadLetters: harness.deadLetters(),
       logger: platform.logger,
       config,
     });
@@ -118,8 +119,8 @@ describe('replaying a dead refund', () => {
       db.pool.query(`UPDATE refund_jobs SET state = 'dead' WHERE refund_id = $1`, [id]);
     await kill();
     expect(
-      await reviveReplayedRefundJobs(db.login('settlement'), [{ refundId: id, token: 'run-1' }]),
-    ).toEqual(new Set([id]));
+      await reviveDeadJobs(db.login('settlement'), REFUND_JOBS, [{ id, token: 'run-1' }]),
+    ).toEqual(new Map([[id, 'run-1']]));
     const revived = await db.pool.query<{ state: string; attempts: number }>(
       'SELECT state, attempts FROM refund_jobs WHERE refund_id = $1',
       [id],
@@ -127,10 +128,10 @@ describe('replaying a dead refund', () => {
     expect(revived.rows).toEqual([{ state: 'pending', attempts: 0 }]);
     await kill();
     expect(
-      await reviveReplayedRefundJobs(db.login('settlement'), [{ refundId: id, token: 'run-1' }]),
-    ).toEqual(new Set());
+      await reviveDeadJobs(db.login('settlement'), REFUND_JOBS, [{ id, token: 'run-1' }]),
+    ).toEqual(new Map());
     expect(
-      await reviveReplayedRefundJobs(db.login('settlement'), [{ refundId: id, token: 'run-2' }]),
-    ).toEqual(new Set([id]));
+      await reviveDeadJobs(db.login('settlement'), REFUND_JOBS, [{ id, token: 'run-2' }]),
+    ).toEqual(new Map([[id, 'run-2']]));
   });
 });

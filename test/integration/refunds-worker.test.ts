@@ -30,7 +30,7 @@ beforeAll(async () => {
   worker = createRefundWorker({
     pool: platform.pool,
     acquirer: createRefundSimulator(platform.pool),
-    publishDeadLetter: (record) => harness.produce([record], config.KAFKA_TOPIC_DLQ),
+    deadLetters: harness.deadLetters(),
     logger: platform.logger,
     config,
   });

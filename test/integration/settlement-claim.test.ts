@@ -1,5 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { claimDueJobs, nextDueAt } from '../../src/settlement/settlement-repository.js';
+import { nextJobDueAt } from '../../src/jobs/job-store.js';
+import { SETTLEMENT_JOBS } from '../../src/jobs/job-table.js';
+import { claimDueJobs } from '../../src/settlement/settlement-repository.js';
+
+const nextDueAt = (db: Parameters<typeof nextJobDueAt>[0]) => nextJobDueAt(db, SETTLEMENT_JOBS);
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import { createSettlementHarness, type SettlementHarness } from '../support/settlement-harness.js';
 

@@ -192,7 +192,7 @@ describe('settlement consumer', () => {
     });
   });
 
-  it('when the worker dies after the acquirer charged and before the commit, then after restart: one charge, one settlement', async () => {
+  it('when the worker stalls after the acquirer charged, before the commit, past its lease, then another claim settles it: one charge, one settlement, and the stalled claim writes nothing', async () => {
     await harness.close();
     const config = harness.config;
     harness = await createSettlementHarness(
@@ -201,41 +201,60 @@ describe('settlement consumer', () => {
         KAFKA_TOPIC_PAYMENTS: config.KAFKA_TOPIC_PAYMENTS,
         KAFKA_TOPIC_DLQ: config.KAFKA_TOPIC_DLQ,
         KAFKA_CONSUMER_GROUP: config.KAFKA_CONSUMER_GROUP,
-        // Long enough that the doomed worker never re-claims the job itself before it is gone.
+        // Long enough that no lease runs out unless the test ends it.
         SETTLEMENT_LEASE_MS: '60000',
       },
       1,
     );
-    let crashed = false;
-    const doomed = await harness.start({
+    // The first claim stalls between the acquirer's answer and its commit (a frozen process),
+    // then fails once released; any later claim goes through.
+    let charged = false;
+    let release: (error: Error) => void = () => undefined;
+    const stalled = new Promise<never>((_, reject) => {
+      release = reject;
+    });
+    const first = await harness.start({
       afterCharge: () => {
-        crashed = true;
-        // The process is gone between the acquirer's answer and our commit.
-        return Promise.reject(new Error('killed'));
+        if (charged) return Promise.resolve();
+        charged = true;
+        return stalled;
       },
     });
     const id = await harness.createPayment();
     await harness.produce([await harness.createdRecord(id)]);
-    await eventually('the doomed worker charged', () =>
-      Promise.resolve(crashed ? true : undefined),
-    );
-    await doomed.close();
+    await eventually('the first claim charged', () => Promise.resolve(charged ? true : undefined));
     expect(await settlementFacts(db, id)).toMatchObject({
       status: 'processing',
       approved_charges: 1,
       calls: 1,
     });
 
-    // The dead worker's lease runs out (fast-forwarded here instead of waiting 60 s)...
+    // Its lease runs out (fast-forwarded here instead of waiting 60 s) and another claim, by a
+    // second process (or the first one's loop), takes the job and settles it.
     await db.pool.query('UPDATE settlement_jobs SET locked_until = now() WHERE payment_id = $1', [
       id,
     ]);
-    await harness.start(); // ...and the restarted process picks the job up.
+    await harness.start();
     expect(await settled(db, id)).toMatchObject({
       approved_charges: 1,
       calls: 2,
       replayed_calls: 1,
       result_events: 1,
     });
+
+    // The stalled claim wakes up failing: its failure write is refused by the new owner's
+    // token (the job is gone), nothing changes.
+    release(new Error('killed'));
+    await first.close();
+    expect(await settlementFacts(db, id)).toMatchObject({
+      status: 'settled',
+      approved_charges: 1,
+      calls: 2,
+      result_events: 1,
+    });
+    const { rows } = await db.pool.query('SELECT 1 FROM settlement_jobs WHERE payment_id = $1', [
+      id,
+    ]);
+    expect(rows).toEqual([]);
   });
 });

@@ -23,6 +23,11 @@ import { createPlatform, type Platform } from '../../src/platform/platform.js';
 import { newPaymentResource } from '../../src/payments/payment-resource.js';
 import { testConfig, uniqueSuffix, type TestDatabase } from './isolation.js';
 import { v7 as uuidv7 } from 'uuid';
+import type { DeadLetterOutbox } from '../../src/jobs/dead-letter-job.js';
+import {
+  createDeadLetterPublisher,
+  type DeadLetterPublisher,
+} from '../../src/jobs/dead-letter-store.js';
 
 /**
  * Settings that make retries and leases fast enough for tests, not different in kind: the lease
@@ -48,6 +53,12 @@ export interface SettlementHarness {
   /** The payment.created record of a payment, as the relay would publish it. */
   createdRecord: (paymentId: string) => Promise<ProducerRecord>;
   produce: (records: ProducerRecord[], topic?: string) => Promise<void>;
+  /**
+   * A dead-letter outbox for workers the test builds itself: letters they store are sent to the
+   * dead-letter topic by a running publisher (as in the settlement role), stopped by close().
+   * `beforeSend` runs before each send; a rejection fails it (a broker refusing the letters).
+   */
+  deadLetters: (beforeSend?: () => Promise<void>) => DeadLetterOutbox;
   close: () => Promise<void>;
 }
 
@@ -71,6 +82,7 @@ export async function createSettlementHarness(
   await producer.connect();
   const merchant = await createMerchant(db.pool, 'settlement tests');
   const instances: (RunningRole & { platform: Platform })[] = [];
+  const publishers: DeadLetterPublisher[] = [];
 
   return {
     config,
@@ -142,7 +154,23 @@ export async function createSettlementHarness(
     async produce(records, topic = config.KAFKA_TOPIC_PAYMENTS) {
       await publish(producer, [{ topic, records }]);
     },
+    deadLetters(beforeSend) {
+      const publisher = createDeadLetterPublisher({
+        pool: platform.pool,
+        send: async (batches) => {
+          await beforeSend?.();
+          await publish(producer, batches);
+        },
+        logger: platform.logger,
+        retryDelayMs: () => 50,
+        pollMs: 100,
+      });
+      publisher.start();
+      publishers.push(publisher);
+      return { topic: config.KAFKA_TOPIC_DLQ, wake: publisher.wake };
+    },
     async close() {
+      await Promise.allSettled(publishers.map((publisher) => publisher.stop()));
       await Promise.allSettled(instances.map((instance) => instance.close()));
       await producer.disconnect();
       await platform.close();

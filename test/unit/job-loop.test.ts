@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createOutageLog } from '../../src/platform/outage-log.js';
 import { createJobLoop } from '../../src/jobs/job-loop.js';
-import type { ClaimedJob } from '../../src/settlement/settlement-repository.js';
+import type { ClaimedJob } from '../../src/jobs/job-table.js';
 import { capturedLogger } from '../support/captured-logger.js';
 
 function refused(): Error {

@@ -63,6 +63,7 @@ export function startSettlement(
         config.SETTLEMENT_BACKOFF_CAP_MS,
       ),
     pollMs: Math.max(config.SETTLEMENT_POLL_MS, 1_000),
+    retentionSeconds: config.DEAD_LETTER_RETENTION_SECONDS,
   });
   const acquirer =
     options.acquirer ??
@@ -88,8 +89,7 @@ export function startSettlement(
     pool,
     postgresOutage,
     acquirer: options.refundAcquirer ?? createRefundSimulator(pool),
-    publishDeadLetter: (record) =>
-      sendDeadLetters([{ topic: config.KAFKA_TOPIC_DLQ, records: [record] }]),
+    deadLetters: { topic: config.KAFKA_TOPIC_DLQ, wake: deadLetters.wake },
     logger,
     config,
     ...(options.afterRefund ? { afterRefund: options.afterRefund } : {}),
