@@ -22,6 +22,8 @@ const REFUNDS = 3;
 const SETTLE_WAIT_MS = 30_000;
 const RETRYING_WAIT_MS = 30_000;
 const EXHAUST_WAIT_MS = 20_000;
+/** A bounded dead-letter send fails within ~15 s at the run's 3 s Kafka requests (main.ts). */
+const FAILED_SEND_WAIT_MS = 45_000;
 const DRAIN_WAIT_MS = 60_000;
 const HTTP_TIMEOUT_MS = 10_000;
 
@@ -107,11 +109,31 @@ export async function waitUntilExhausted(probe: DeadLetterProbe, work: DueWork):
   return done === true;
 }
 
+/**
+ * During the freeze: waits until a bounded dead-letter send failed (a due letter rescheduled
+ * with its error), so the letters are sent again after the thaw by a new producer while the
+ * frozen broker still holds the failed send's requests: the duplicate defect 2 of issue 25 is
+ * about. Resolves with how long that took, or null after FAILED_SEND_WAIT_MS.
+ */
+export async function waitForFailedSend(probe: DeadLetterProbe): Promise<number | null> {
+  const started = Date.now();
+  const failed = await waitFor(FAILED_SEND_WAIT_MS, async () => {
+    const { rows } = await probe.db.query<{ failed: number }>(
+      `SELECT count(*)::int AS failed FROM dead_letters
+        WHERE published_at IS NULL AND last_error IS NOT NULL`,
+    );
+    return (rows[0]?.failed ?? 0) > 0 ? true : null;
+  });
+  return failed ? Date.now() - started : null;
+}
+
 export interface DueLetters {
   /** `dead_letters` rows not yet on the topic. */
   unpublished: number;
   /** The newest of them: the drain is over once none up to it is unpublished. */
   upToId: string | null;
+  /** Of `unpublished`, those whose last send failed (rescheduled with its error). */
+  failedSends: number;
   /** Refunds that used every attempt and whose job is not dead yet (their letter not taken). */
   exhaustedRefunds: number;
 }
@@ -120,10 +142,13 @@ export interface DueLetters {
 export async function dueLetters(probe: DeadLetterProbe): Promise<DueLetters> {
   const { rows } = await probe.db.query<{
     unpublished: number;
+    failed: number;
     up_to: string | null;
     refunds: number;
   }>(
     `SELECT (SELECT count(*)::int FROM dead_letters WHERE published_at IS NULL) AS unpublished,
+            (SELECT count(*)::int FROM dead_letters
+              WHERE published_at IS NULL AND last_error IS NOT NULL) AS failed,
             (SELECT max(id)::text FROM dead_letters WHERE published_at IS NULL) AS up_to,
             (SELECT count(*)::int FROM refund_jobs
               WHERE state = 'pending' AND attempts >= $1) AS refunds`,
@@ -132,6 +157,7 @@ export async function dueLetters(probe: DeadLetterProbe): Promise<DueLetters> {
   const row = rows[0];
   return {
     unpublished: row?.unpublished ?? 0,
+    failedSends: row?.failed ?? 0,
     upToId: row?.up_to ?? null,
     exhaustedRefunds: row?.refunds ?? 0,
   };

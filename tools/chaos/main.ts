@@ -43,6 +43,13 @@ const CLIENT_MAX_ATTEMPTS = 40;
 const RELAY_KAFKA_REQUEST_TIMEOUT_MS = 2_000;
 const RELAY_LEASE_MS = relaySendBoundMs(RELAY_KAFKA_REQUEST_TIMEOUT_MS) + 5_000;
 const RELAY_PAUSE_SECONDS = Math.ceil(RELAY_LEASE_MS / 1000) + 3;
+/**
+ * Settlement's Kafka requests are bounded at 3 s in a run (default 10 s): its bounded
+ * dead-letter send then fails about 12 s into a freeze instead of about 35 s, and the
+ * dead-letter freeze, which holds until one did, stays short enough for CI. (Fetches are
+ * bounded by their own wait, not by this.)
+ */
+const SETTLEMENT_KAFKA_REQUEST_TIMEOUT_MS = 3_000;
 
 /**
  * `npm run chaos`: N processes of each role on the local stack under a duplicate storm and a
@@ -161,6 +168,9 @@ async function main(): Promise<number> {
               RELAY_LEASE_MS: String(RELAY_LEASE_MS),
               KAFKA_REQUEST_TIMEOUT_MS: String(RELAY_KAFKA_REQUEST_TIMEOUT_MS),
             }
+          : {}),
+        ...(role === 'settlement'
+          ? { KAFKA_REQUEST_TIMEOUT_MS: String(SETTLEMENT_KAFKA_REQUEST_TIMEOUT_MS) }
           : {}),
       });
     }

@@ -5,6 +5,7 @@ import {
   waitUntilExhausted,
   type DeadLetterProbe,
   type DueLetters,
+  waitForFailedSend,
 } from './dead-letter-fault.js';
 import type { PlannedFault } from './fault-plan.js';
 import { pauseHoldingClaim, publishedSince } from './relay-pause.js';
@@ -130,9 +131,10 @@ export async function runFault(fault: PlannedFault, ctx: FaultContext): Promise<
 
 /**
  * Starts charges and refunds that will exhaust, freezes every broker once their jobs made a
- * first attempt, holds the freeze at least `holdSeconds` and until they used their attempts
- * (their dead letters are due then), counts the letters waiting, thaws, and notes how long the
- * letters due at the thaw took to reach the topic. The window is the freeze itself.
+ * first attempt, holds the freeze at least `holdSeconds`, until they used their attempts (their
+ * dead letters are due then) and until a bounded dead-letter send failed, counts the letters
+ * waiting, thaws, and notes how long the letters due at the thaw took to reach the topic. The
+ * window is the freeze itself.
  */
 async function freezeWhileDeadLettersDue(
   fault: PlannedFault,
@@ -150,10 +152,12 @@ async function freezeWhileDeadLettersDue(
     `SIGSTOP Kafka (pid ${brokers.join(', ')}) for at least ${fault.holdSeconds} s, until their dead letters are due`,
   );
   let exhausted = false;
+  let failedSendMs: number | null = null;
   let due: DueLetters | null = null;
   try {
     await sleep(fault.holdSeconds * 1000);
     exhausted = await waitUntilExhausted(probe, work);
+    failedSendMs = await waitForFailedSend(probe);
     due = await dueLetters(probe);
   } finally {
     stack.thaw(frozen);
@@ -161,7 +165,9 @@ async function freezeWhileDeadLettersDue(
   const endMs = timeline.now();
   timeline.note(
     `SIGCONT Kafka after ${((endMs - startMs) / 1000).toFixed(1)} s: ` +
-      `${exhausted ? 'every one exhausted' : 'NOT every one exhausted'}; ${due.unpublished} dead letters unpublished, ` +
+      `${exhausted ? 'every one exhausted' : 'NOT every one exhausted'}, ` +
+      `${failedSendMs === null ? 'no dead-letter send failed' : 'a dead-letter send failed'}; ` +
+      `${due.unpublished} dead letters unpublished (${due.failedSends} after a failed send), ` +
       `${due.exhaustedRefunds} exhausted refunds waiting for their letter`,
   );
   const drainMs = await waitForDrain(probe, due, work);
