@@ -45,15 +45,21 @@ import { exitOnHelp } from '../support/exit-on-help.js';
  * verdict then covers 10 s, not a minute: indicative only).
  */
 
-const USAGE = `usage: npm run bench [-- --quick]
+const USAGE = `usage: npm run bench [-- --quick] [-- --pipeline-only]
 The benchmark report: starts the local stack, runs bench:api, bench:relay and bench:tracing,
 then the whole pipeline as three processes; writes reports/bench-<time>.{md,json,svg}.
 --quick: 15 s pipeline steps at four rates instead of 90 s at five, 12 tracing cycles instead
 of 40 (about 9 minutes less).
+--pipeline-only: only the pipeline's fixed-rate run (warm-up, then BENCH_SETTLE_RATE for
+BENCH_SETTLE_SECONDS; no bench:api, bench:relay, bench:tracing, no sweep): one summary line on
+stderr, the figures as JSON on stdout and in reports/bench-pipeline-<time>.json. For A/B runs
+of two builds (docs/benchmarks.md).
 Environment: BENCH_SETTLE_RATE (500), BENCH_SETTLE_SECONDS (90; 15 quick), BENCH_SWEEP_FRACTIONS
 (0.2,0.4,0.5,0.6,0.75; 0.2,0.4,0.6,0.75 quick), BENCH_SWEEP_SECONDS (90; 15 quick), and those
 of bench:api, bench:relay and bench:tracing.`;
-const QUICK = exitOnHelp(USAGE, ['--quick']).has('--quick');
+const FLAGS = exitOnHelp(USAGE, ['--quick', '--pipeline-only']);
+const QUICK = FLAGS.has('--quick');
+const PIPELINE_ONLY = FLAGS.has('--pipeline-only');
 
 const run = promisify(execFile);
 const SETTLE_RATE = Number(process.env.BENCH_SETTLE_RATE ?? 500);
@@ -376,6 +382,73 @@ async function newestReport(prefix: string, since: Set<string>): Promise<string>
   return readFile(path.join(dir, file), 'utf8');
 }
 
+/**
+ * `--pipeline-only`: the fixed-rate pipeline run alone, summed up per run for A/B comparisons of
+ * two builds. Settled/s is what settled while the load ran: accepted minus the backlog left at
+ * its end (the warm-up drained it before). CPU per settled payment is each process's CPU
+ * seconds over the run (until everything settled) divided by the payments it settled.
+ */
+async function pipelineOnly(
+  config: ReturnType<typeof loadConfig>,
+  logger: ReturnType<typeof createLogger>,
+  started: Date,
+  before: Awaited<ReturnType<typeof machineConditions>>,
+): Promise<void> {
+  const pipeline = await measurePipeline(
+    config,
+    {
+      settleRate: SETTLE_RATE,
+      settleSeconds: SETTLE_SECONDS,
+      warmUpSeconds: QUICK ? 5 : 20,
+      sweepRates: [],
+      sweepSeconds: 0,
+      drainTimeoutMs: 120_000,
+    },
+    logger,
+    say,
+  );
+  const accepted = pipeline.api.statuses['202'] ?? 0;
+  const settledDuringLoad = accepted - pipeline.backlog.last;
+  const cpuMsPerSettled = Object.fromEntries(
+    Object.entries(pipeline.cpuSeconds).map(([part, seconds]) => [
+      part,
+      pipeline.settle.payments > 0
+        ? Math.round((seconds * 1_000_000) / pipeline.settle.payments) / 1000
+        : null,
+    ]),
+  );
+  const summary = {
+    date: started.toISOString(),
+    loadAverageBefore: before.loadAverage,
+    rate: SETTLE_RATE,
+    seconds: SETTLE_SECONDS,
+    achievedPerSecond: Math.round(pipeline.api.perSecond * 10) / 10,
+    accepted,
+    settledPerSecond: Math.round((settledDuringLoad / pipeline.api.seconds) * 10) / 10,
+    settled: pipeline.settle.payments,
+    unsettled: pipeline.settle.unsettled,
+    settleP50Ms: pipeline.settle.p50,
+    settleP99Ms: pipeline.settle.p99,
+    backlog: pipeline.backlog,
+    cpuMsPerSettled,
+    cpuSeconds: pipeline.cpuSeconds,
+    wallSeconds: pipeline.wallSeconds,
+    stages: pipeline.settle.stages,
+  };
+  const stamp = started.toISOString().replaceAll(':', '-').slice(0, 19);
+  const file = path.join(ROOT, 'reports', `bench-pipeline-${stamp}.json`);
+  await writeFile(file, JSON.stringify({ summary, pipeline }, null, 2));
+  say(
+    `${SETTLE_RATE}/s: achieved ${summary.achievedPerSecond}/s, settled ${summary.settledPerSecond}/s, ` +
+      `p50 ${ms(summary.settleP50Ms)}, p99 ${ms(summary.settleP99Ms)}, backlog ${backlogCell(summary.backlog)}, ` +
+      `CPU ms/settled ${Object.entries(cpuMsPerSettled)
+        .map(([part, value]) => `${part} ${value}`)
+        .join(', ')}`,
+  );
+  process.stdout.write(`${JSON.stringify(summary)}\n`);
+  process.stdout.write(`report: ${path.relative(ROOT, file)}\n`);
+}
+
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger({ LOG_LEVEL: 'error', LOG_FORMAT: 'json' });
@@ -386,6 +459,7 @@ async function main(): Promise<void> {
   say('stack: scripts/stack.sh start');
   await run('bash', [path.join(ROOT, 'scripts/stack.sh'), 'start'], { maxBuffer: 16 << 20 });
   await mkdir(path.join(ROOT, 'reports'), { recursive: true });
+  if (PIPELINE_ONLY) return pipelineOnly(config, logger, started, before);
 
   say('bench:api (new payments vs pgbench, replays vs bare Express, RSS)');
   const existing = new Set(await readdir(path.join(ROOT, 'reports')));
