@@ -9,9 +9,9 @@ import {
   replaceConfigBlock,
 } from '../../tools/docs/config-table.js';
 
-const README = path.resolve(import.meta.dirname, '../../README.md');
+const CONFIG_DOC = path.resolve(import.meta.dirname, '../../docs/configuration.md');
 
-describe('README configuration table', () => {
+describe('docs/configuration.md table', () => {
   it('when the schema is rendered, then every variable has a default and a description', () => {
     const rows = configRows();
     expect(rows.map((row) => row.variable)).toEqual(Object.keys(configSchema.shape));
@@ -21,16 +21,16 @@ describe('README configuration table', () => {
     }
   });
 
-  it('when README is read, then its table is the one generated from the schema', async () => {
-    const readme = await readFile(README, 'utf8');
-    const table = await renderConfigTable(README);
+  it('when docs/configuration.md is read, then its table is the one generated from the schema', async () => {
+    const page = await readFile(CONFIG_DOC, 'utf8');
+    const table = await renderConfigTable(CONFIG_DOC);
     if (process.env.UPDATE_CONFIG_DOCS === '1') {
-      await writeFile(README, replaceConfigBlock(readme, table));
+      await writeFile(CONFIG_DOC, replaceConfigBlock(page, table));
       return;
     }
     expect(
-      readConfigBlock(readme),
-      'README.md configuration table is out of date: run `npm run docs:config`',
+      readConfigBlock(page),
+      'docs/configuration.md table is out of date: run `npm run docs:config`',
     ).toBe(table.trim());
   });
 });
