@@ -8,7 +8,7 @@ import type { Config } from '../platform/config.js';
 import type { Queryable } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
 import type { OutageLog } from '../platform/outage-log.js';
-import { paymentDatabaseGuard } from './payment-database-guard.js';
+import { paymentDatabaseGuard } from '../http/payment-database-guard.js';
 import type { CreatePaymentBody } from './payment-schemas.js';
 import { insertNewPayment, type WritePaymentDeps } from './write-payment-once.js';
 

@@ -5,7 +5,7 @@ import type { KeyLocks } from '../idempotency/key-lock.js';
 import type { CreateOutcome } from '../idempotency/replay-stored-response.js';
 import type { ResponseCache } from '../idempotency/response-cache.js';
 import type { Merchant } from '../merchants/merchant-repository.js';
-import { paymentDatabaseGuard } from '../payments/payment-database-guard.js';
+import { paymentDatabaseGuard } from '../http/payment-database-guard.js';
 import type { Config } from '../platform/config.js';
 import type { Pool } from '../platform/db.js';
 import { createKeyedQueue } from '../platform/keyed-queue.js';
@@ -44,7 +44,7 @@ export interface CreateRefundDeps {
  */
 export function createRefundService(deps: CreateRefundDeps) {
   const database = paymentDatabaseGuard(deps.config.UNAVAILABLE_RETRY_AFTER_SECONDS);
-  const runIdempotently = createIdempotentCreate({ ...deps, db: deps.pool, database });
+  const createOnce = createIdempotentCreate({ ...deps, db: deps.pool, database });
   const now = deps.now ?? (() => new Date());
   // Refunds of one payment wait for each other on its row lock (insert-refund-once), each
   // holding a pool connection while it waits. Queued here first, a burst of refunds for one
@@ -63,7 +63,7 @@ export function createRefundService(deps: CreateRefundDeps) {
     signal?: AbortSignal,
   ): Promise<CreateOutcome> {
     const fingerprint = requestFingerprint('POST', `/payments/${paymentId}/refunds`, body);
-    return runIdempotently(merchant, key, fingerprint, () =>
+    return createOnce(merchant.id, key, fingerprint, () =>
       perPayment.run(
         paymentId,
         () =>

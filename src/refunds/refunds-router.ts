@@ -1,20 +1,22 @@
 import { Router, type Request, type Response } from 'express';
 import { ApiError } from '../http/api-error.js';
+import { jsonBody, requireKeyAndJson } from '../http/json-body.js';
+import { validate } from '../http/validate.js';
+import { merchantGate, type MerchantGateDeps } from '../merchants/merchant-gate.js';
 import type { Merchant } from '../merchants/merchant-repository.js';
-import { jsonBody, requireKeyAndJson, validate } from '../payments/payments-router.js';
-import { paymentsGate, type PaymentsGateDeps } from '../payments/payments-gate.js';
 import type { Queryable } from '../platform/db.js';
 import type { CreateRefund } from './create-refund.js';
 import { findRefund, listRefunds } from './refund-repository.js';
 import { toRefundResource } from './refund-resource.js';
 import { createRefundBodySchema, listRefundsQuerySchema } from './refund-schemas.js';
 
-export interface RefundsRouterDeps extends PaymentsGateDeps {
+export interface RefundsRouterDeps extends MerchantGateDeps {
   db: Queryable;
   createRefund: CreateRefund;
   bodyLimitBytes: number;
 }
 
+/** Set by the merchant gate and, on POST, requireKeyAndJson. */
 interface Authenticated {
   merchant: Merchant;
   idempotencyKey?: string;
@@ -104,7 +106,7 @@ function listRefundsHandler(db: Queryable) {
  */
 export function refundsRouter(deps: RefundsRouterDeps): Router {
   const router = Router();
-  router.use(['/payments/:id/refunds', '/refunds'], paymentsGate(deps));
+  router.use(['/payments/:id/refunds', '/refunds'], merchantGate(deps));
   router.post(
     '/payments/:id/refunds',
     requireKeyAndJson,

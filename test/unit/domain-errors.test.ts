@@ -6,8 +6,8 @@ import {
   IdempotencyCacheUnavailable,
   IdempotencyKeyInUse,
   IdempotencyKeyReused,
-  PaymentDatabaseUnavailable,
 } from '../../src/payments/payment-errors.js';
+import { PaymentDatabaseUnavailable } from '../../src/http/payment-database-guard.js';
 
 describe('toApiError, given a domain error', () => {
   it('when the key is reused, then 422 idempotency_key_reused without Retry-After', () => {

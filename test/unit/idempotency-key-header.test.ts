@@ -3,7 +3,7 @@ import {
   IDEMPOTENCY_KEY_HEADER_MAX_LENGTH,
   IDEMPOTENCY_KEY_HEADER_PATTERN,
   parseIdempotencyKey,
-} from '../../src/idempotency/idempotency-key-header.js';
+} from '../../src/http/idempotency-key-header.js';
 
 describe('parseIdempotencyKey', () => {
   it.each([

@@ -48,7 +48,7 @@ export function buildApp(deps: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  // req.ip: the address failed authentications are counted against (payments-gate.ts).
+  // req.ip: the address failed authentications are counted against (merchants/merchant-gate.ts).
   app.set('trust proxy', deps.trustProxy ?? false);
   app.use(traceRequests(deps.traceCallerContext ?? 'continue'));
   app.use(httpMetrics());

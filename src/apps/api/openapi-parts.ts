@@ -3,7 +3,7 @@ import { ERRORS, type ErrorCode } from '../../http/api-error.js';
 import {
   IDEMPOTENCY_KEY_HEADER_MAX_LENGTH,
   IDEMPOTENCY_KEY_HEADER_PATTERN,
-} from '../../idempotency/idempotency-key-header.js';
+} from '../../http/idempotency-key-header.js';
 import { MAX_LIST_LIMIT } from '../../payments/payment-schemas.js';
 
 // The pieces every operation of the OpenAPI document is built from (openapi.ts assembles it).

@@ -8,7 +8,7 @@ import { closeServer, listen } from '../../platform/http-listen.js';
 import { createOutageLog } from '../../platform/outage-log.js';
 import { checkReadiness } from '../../platform/readiness.js';
 import { createRateLimit } from '../../rate-limits/rate-limiter.js';
-import type { PaymentsGateDeps } from '../../payments/payments-gate.js';
+import type { MerchantGateDeps } from '../../merchants/merchant-gate.js';
 import type { Platform } from '../../platform/platform.js';
 import { createRefundService } from '../../refunds/create-refund.js';
 import type { RunningRole } from '../running-role.js';
@@ -42,7 +42,7 @@ export async function startApi(
   });
   const createRefund = createRefundService({ pool, cache, locks, logger, config, redisOutage });
   // One gate (authentication + rate limits) shared by the payments and refunds routes.
-  const gate: PaymentsGateDeps = {
+  const gate: MerchantGateDeps = {
     authenticator: createAuthenticator(
       pool,
       config.AUTH_CACHE_TTL_MS,

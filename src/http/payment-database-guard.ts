@@ -1,8 +1,17 @@
+import { DomainError } from '../platform/domain-error.js';
 import { isDatabaseUnavailable } from '../platform/db-errors.js';
 import type { OutageLog } from '../platform/outage-log.js';
-import { PaymentDatabaseUnavailable } from './payment-errors.js';
 
-/** Runs a database step of POST /payments. */
+/** Postgres is unreachable while creating a payment or a refund (503 over HTTP). */
+export class PaymentDatabaseUnavailable extends DomainError {
+  readonly code = 'service_unavailable';
+
+  constructor(retryAfterSeconds: number, cause: unknown) {
+    super('The payment database is unavailable.', { retryAfterSeconds, cause });
+  }
+}
+
+/** Runs a database step of a creating POST (payments, refunds). */
 export type PaymentDatabaseGuard = <T>(fn: () => Promise<T>) => Promise<T>;
 
 /**

@@ -1,12 +1,12 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { apiKeyPrefix } from '../merchants/api-key.js';
-import type { Authenticator } from '../merchants/authenticator.js';
-import type { Merchant } from '../merchants/merchant-repository.js';
+import { ApiError } from '../http/api-error.js';
 import { rateLimitHeaders } from '../rate-limits/rate-limit-headers.js';
 import type { RateDecision, RateLimit, RatePolicy } from '../rate-limits/rate-limiter.js';
-import { ApiError } from '../http/api-error.js';
+import { apiKeyPrefix } from './api-key.js';
+import type { Authenticator } from './authenticator.js';
+import type { Merchant } from './merchant-repository.js';
 
-export interface PaymentsGateDeps {
+export interface MerchantGateDeps {
   authenticator: Authenticator;
   rateLimit: RateLimit;
   /**
@@ -20,8 +20,8 @@ export interface PaymentsGateDeps {
 const BEARER = /^bearer +([\x21-\x7e]{1,200})$/i;
 
 /**
- * Authentication and rate limits in front of every /payments route, before any payment work
- * (DESIGN 76):
+ * Authentication and rate limits in front of every merchant route (/payments, its refunds,
+ * /refunds), before any payment or refund work (DESIGN 76). Sets `res.locals.merchant`:
  * 1. The key is checked first: from this process's cache, else one indexed lookup (a string not
  *    shaped like a key, or one looked up in vain within the negative TTL, costs none). A valid
  *    key is never refused for failures, its own or anyone's: not behind a load balancer whose
@@ -32,7 +32,7 @@ const BEARER = /^bearer +([\x21-\x7e]{1,200})$/i;
  * 3. The merchant's tier bucket, shared by every replica through Redis, is spent next; its
  *    RateLimit fields are set on the response, so every answer after this point carries them.
  */
-export function paymentsGate(deps: PaymentsGateDeps): RequestHandler {
+export function merchantGate(deps: MerchantGateDeps): RequestHandler {
   const byAddress = deps.unauthenticatedPolicy;
   const byPrefix: RatePolicy = { ...byAddress, name: `${byAddress.name}-key-prefix` };
 
