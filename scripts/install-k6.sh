@@ -28,7 +28,7 @@ if [[ -x $K6 ]] && "$K6" version 2>/dev/null | grep -q "k6 ${K6_VERSION}"; then
 fi
 
 if ! command -v go >/dev/null; then
-  log "go is not on PATH; install Go >= 1.${GO_MIN_MINOR} (https://go.dev/dl/) or k6 itself (README, section k6)"
+  log "go is not on PATH; install Go >= 1.${GO_MIN_MINOR} (https://go.dev/dl/) or k6 itself (docs/development.md, section k6)"
   exit 1
 fi
 go_minor="$(go env GOVERSION | sed -E 's/^go1\.([0-9]+).*/\1/')"

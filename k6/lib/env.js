@@ -1,5 +1,5 @@
 // Settings of every k6 script, from the environment (`k6 run -e NAME=value` or exported).
-// Sizes have defaults small enough for a laptop; the README lists what each script reads.
+// Sizes have defaults small enough for a laptop; docs/development.md lists what each script reads.
 
 export const BASE_URL = (__ENV.BASE_URL || 'http://127.0.0.1:3000').replace(/\/$/, '');
 

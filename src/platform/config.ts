@@ -13,7 +13,7 @@ export { ConfigError };
  * settings; anything invalid stops the process with one line naming the variable.
  */
 
-// The settings, by area; the README table lists them in this order (npm run docs:config).
+// The settings, by area; docs/configuration.md lists them in this order (npm run docs:config).
 export const configSchema = z.object({
   ...connectionSettings,
   ...apiSettings,

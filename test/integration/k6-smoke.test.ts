@@ -15,7 +15,7 @@ import { runVerifyCli } from '../support/verify-cli.js';
 
 /**
  * A short duplicate-charge storm (k6/storm.js, the real k6) against the real API, relay and
- * settlement, then the real `npm run verify` on what it left: the same path as the README's
+ * settlement, then the real `npm run verify` on what it left: the same path as docs/development.md's
  * storm, at a size fit for the suite. Without k6 it is skipped, except in CI (CI set), where
  * .ci/run installs k6 first and its absence is a failure.
  */

@@ -21,7 +21,7 @@ export interface TestDatabase {
   url: string;
   /** The owner's pool: the test's eyes (setup rows, assertions), never what the code under test runs on. */
   pool: pg.Pool;
-  /** The URL of a process kind's own login on this database, as deployed (README, compose). */
+  /** The URL of a process kind's own login on this database, as deployed (docs/operations.md, compose). */
   roleUrl: (role: ServiceRole) => string;
   /** A pool on a process kind's own login (created on first use, closed by drop). */
   login: (role: ServiceRole) => pg.Pool;
