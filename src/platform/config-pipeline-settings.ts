@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { integer } from './config-fields.js';
 
-/** Kafka requests, settlement, the acquirer, probes and the outbox relay (part of configSchema). */
+/** Kafka requests, settlement, refunds, the acquirer, probes and the outbox relay (part of configSchema). */
 export const pipelineSettings = {
   /** Bounds a frozen broker: each Kafka request fails after this long and is retried/backed off. */
   KAFKA_REQUEST_TIMEOUT_MS: integer(100, 600_000)
@@ -49,6 +49,26 @@ export const pipelineSettings = {
   SETTLEMENT_POLL_MS: integer(10, 60_000)
     .default(500)
     .describe('Fallback poll of the settlement worker for due retries.'),
+  /** Refunds have their own job settings; the defaults are the charges' (brief section 7). */
+  REFUND_MAX_ATTEMPTS: integer(1, 100)
+    .default(5)
+    .describe('Acquirer attempts per refund before its event is dead-lettered.'),
+  REFUND_BACKOFF_BASE_MS: integer(1, 600_000)
+    .default(200)
+    .describe('Base of the refund retry backoff (full jitter, doubling per attempt).'),
+  REFUND_BACKOFF_CAP_MS: integer(1, 3_600_000)
+    .default(30_000)
+    .describe('Longest delay between two refund attempts.'),
+  /** Checked at boot like SETTLEMENT_LEASE_MS: above ACQUIRER_TIMEOUT_MS + DATABASE_QUERY_TIMEOUT_MS. */
+  REFUND_LEASE_MS: integer(100, 3_600_000)
+    .default(30_000)
+    .describe('How long a claimed refund job belongs to its worker before another may take it.'),
+  REFUND_CONCURRENCY: integer(1, 1_000)
+    .default(64)
+    .describe('Refund acquirer calls in flight per settlement process.'),
+  REFUND_POLL_MS: integer(10, 60_000)
+    .default(500)
+    .describe('Fallback poll of the refund worker for due retries.'),
   /** An acquirer that has not answered by then is treated as a transient failure. */
   ACQUIRER_TIMEOUT_MS: integer(10, 120_000)
     .default(2_000)

@@ -78,7 +78,7 @@ export function loadConfig(
       "must hold at least one second's worth of RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE",
     );
   }
-  checkSettlementLease(config);
+  checkJobLeases(config);
   if (config.NODE_ENV === 'production') {
     for (const name of FILE_SETTINGS) {
       if (usesBuiltInCredentials(config[name])) {
@@ -99,13 +99,15 @@ export function loadConfig(
  * frozen server). A shorter lease lets another worker claim a job that a live worker is still
  * working: its writes are then refused (the lease owner token) and the attempt is wasted.
  */
-function checkSettlementLease(config: Config): void {
+function checkJobLeases(config: Config): void {
   const attemptMs = config.ACQUIRER_TIMEOUT_MS + config.DATABASE_QUERY_TIMEOUT_MS;
-  if (config.SETTLEMENT_LEASE_MS <= attemptMs) {
-    throw new ConfigError(
-      'SETTLEMENT_LEASE_MS',
-      `must exceed ACQUIRER_TIMEOUT_MS + DATABASE_QUERY_TIMEOUT_MS (${String(config.ACQUIRER_TIMEOUT_MS)} + ${String(config.DATABASE_QUERY_TIMEOUT_MS)} = ${String(attemptMs)} ms), one attempt's longest run (got ${String(config.SETTLEMENT_LEASE_MS)})`,
-    );
+  for (const name of ['SETTLEMENT_LEASE_MS', 'REFUND_LEASE_MS'] as const) {
+    if (config[name] <= attemptMs) {
+      throw new ConfigError(
+        name,
+        `must exceed ACQUIRER_TIMEOUT_MS + DATABASE_QUERY_TIMEOUT_MS (${String(config.ACQUIRER_TIMEOUT_MS)} + ${String(config.DATABASE_QUERY_TIMEOUT_MS)} = ${String(attemptMs)} ms), one attempt's longest run (got ${String(config[name])})`,
+      );
+    }
   }
 }
 

@@ -1,13 +1,18 @@
 import type { RefundAcquirer } from '../acquirer/acquirer.js';
 import type { DeadLetterOutbox } from '../jobs/dead-letter-job.js';
 import { REFUND_JOBS } from '../jobs/job-table.js';
-import { createJobWorker, type JobHandler, type JobOutcome } from '../jobs/job-worker.js';
+import {
+  createJobWorker,
+  type JobHandler,
+  type JobOutcome,
+  type JobPolicy,
+} from '../jobs/job-worker.js';
 import { currentTraceContext } from '../outbox/trace-context.js';
+import type { Config } from '../platform/config.js';
 import type { Pool } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
 import type { OutageLog } from '../platform/outage-log.js';
 import { settlementMetrics } from '../settlement/settlement-metrics.js';
-import { jobPolicy, type JobSettings } from '../settlement/settlement-worker.js';
 import { callRefund, refundLetter } from './refund-job.js';
 import {
   claimDueRefundJobs,
@@ -18,13 +23,40 @@ import {
 import { refundMetrics } from './refund-metrics.js';
 import { inRefundSpan } from './refund-spans.js';
 
+/** The settings of refund jobs: their own REFUND_*, defaults equal to the charges' (config). */
+export type RefundJobSettings = Pick<
+  Config,
+  | 'REFUND_MAX_ATTEMPTS'
+  | 'REFUND_BACKOFF_BASE_MS'
+  | 'REFUND_BACKOFF_CAP_MS'
+  | 'REFUND_LEASE_MS'
+  | 'REFUND_CONCURRENCY'
+  | 'REFUND_POLL_MS'
+  | 'ACQUIRER_TIMEOUT_MS'
+  | 'KAFKA_TOPIC_PAYMENTS'
+> &
+  Partial<Pick<Config, 'OUTAGE_LOG_INTERVAL_MS'>>;
+
+/** The engine's policy from the refund settings. */
+function refundJobPolicy(config: RefundJobSettings): JobPolicy {
+  return {
+    maxAttempts: config.REFUND_MAX_ATTEMPTS,
+    backoffBaseMs: config.REFUND_BACKOFF_BASE_MS,
+    backoffCapMs: config.REFUND_BACKOFF_CAP_MS,
+    leaseMs: config.REFUND_LEASE_MS,
+    concurrency: config.REFUND_CONCURRENCY,
+    pollMs: config.REFUND_POLL_MS,
+    outageLogIntervalMs: config.OUTAGE_LOG_INTERVAL_MS ?? 30_000,
+  };
+}
+
 export interface RefundWorkerDeps {
   pool: Pool;
   acquirer: RefundAcquirer;
   /** Dead letters are stored with the dead mark and sent by the process's publisher. */
   deadLetters: DeadLetterOutbox;
   logger: Logger;
-  config: JobSettings;
+  config: RefundJobSettings;
   /** The process's one log of Postgres outages (see WorkerDeps); a new one when absent. */
   postgresOutage?: OutageLog;
   /** Fault injection for tests: runs after the acquirer answered, before the database commit. */
@@ -44,11 +76,12 @@ function toRefundOutcome({ result, final }: JobOutcome<ClaimedRefundJob, RefundF
 }
 
 /**
- * Refunds on the job engine (src/jobs/), in the settlement role, with the charges' policy (same
- * attempt limit, backoff, lease, timeout): a claimed job's refund is sent to the acquirer with
- * its stable key, then completed (succeeded, or failed and its amount released), retried, or,
- * once its attempts are used up, dead-lettered with its `refund.created` event; the refund stays
- * pending with its amount reserved (the acquirer may have refunded) until `dlq:replay`.
+ * Refunds on the job engine (src/jobs/), in the settlement role, with their own REFUND_* policy
+ * (attempts, backoff, lease, slots; the acquirer timeout is the charges'): a claimed job's refund
+ * is sent to the acquirer with its stable key, then completed (succeeded, or failed and its
+ * amount released), retried, or, once its attempts are used up, dead-lettered with its
+ * `refund.created` event; the refund stays pending with its amount reserved (the acquirer may
+ * have refunded) until `dlq:replay`.
  */
 export function createRefundWorker(deps: RefundWorkerDeps) {
   const { config } = deps;
@@ -82,7 +115,7 @@ export function createRefundWorker(deps: RefundWorkerDeps) {
     },
     ...(deps.afterRefund ? { afterAttempt: deps.afterRefund } : {}),
   };
-  const engine = createJobWorker({ ...deps, handler, policy: jobPolicy(config) });
+  const engine = createJobWorker({ ...deps, handler, policy: refundJobPolicy(config) });
   return {
     /** Claims one batch of due refund jobs and works them all: the step tests drive. */
     runOnce: async (): Promise<RefundJobOutcome[]> => (await engine.runOnce()).map(toRefundOutcome),

@@ -30,8 +30,8 @@ import { inSettleSpan } from './settlement-spans.js';
 export type { DeadLetterOutbox } from '../jobs/dead-letter-job.js';
 export type { SettlementRunCounts } from './settlement-run-counts.js';
 
-/** The settings of the settlement role's job kinds (settlement and, for now, refunds). */
-export type JobSettings = Pick<
+/** The settings of settlement jobs (refunds have their own: refund-worker.ts). */
+export type SettlementJobSettings = Pick<
   Config,
   | 'SETTLEMENT_MAX_ATTEMPTS'
   | 'SETTLEMENT_BACKOFF_BASE_MS'
@@ -45,7 +45,7 @@ export type JobSettings = Pick<
   Partial<Pick<Config, 'OUTAGE_LOG_INTERVAL_MS'>>;
 
 /** The engine's policy from the settlement settings. */
-export function jobPolicy(config: JobSettings): JobPolicy {
+function settlementJobPolicy(config: SettlementJobSettings): JobPolicy {
   return {
     maxAttempts: config.SETTLEMENT_MAX_ATTEMPTS,
     backoffBaseMs: config.SETTLEMENT_BACKOFF_BASE_MS,
@@ -63,7 +63,7 @@ export interface WorkerDeps {
   /** Dead letters are stored in the database and sent by its publisher (dead-letter-store). */
   deadLetters: DeadLetterOutbox;
   logger: Logger;
-  config: JobSettings;
+  config: SettlementJobSettings;
   /**
    * The process's one log of Postgres outages (shared with the refund worker, so an outage
    * costs one set of lines); a new one when absent.
@@ -119,7 +119,7 @@ export function createSettlementWorker(deps: WorkerDeps) {
     },
     ...(deps.afterCharge ? { afterAttempt: deps.afterCharge } : {}),
   };
-  const engine = createJobWorker({ ...deps, handler, policy: jobPolicy(config) });
+  const engine = createJobWorker({ ...deps, handler, policy: settlementJobPolicy(config) });
 
   return {
     /** Claims one batch of due jobs and works them all: the step tests drive. */

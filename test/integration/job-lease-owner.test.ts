@@ -203,8 +203,8 @@ describe('refunds: writes after a lost lease', () => {
       const h = await createSettlementHarness(
         db,
         {
-          SETTLEMENT_LEASE_MS: '60000',
-          SETTLEMENT_MAX_ATTEMPTS: write === 'dead' ? '1' : '5',
+          REFUND_LEASE_MS: '60000',
+          REFUND_MAX_ATTEMPTS: write === 'dead' ? '1' : '5',
         },
         1,
       );

@@ -15,7 +15,7 @@ import {
 import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
- * SETTLEMENT_MAX_ATTEMPTS (3 here) bounds a refund's acquirer calls whatever fails, as it does a
+ * REFUND_MAX_ATTEMPTS (3 here) bounds a refund's acquirer calls whatever fails, as it does a
  * charge's (DESIGN 45): here the completion, after every refund the acquirer approved. The
  * worker runs as the settlement login and is driven round by round (runOnce); between rounds
  * the job's backoff or lease is fast-forwarded, as if its time had passed.
@@ -33,7 +33,7 @@ let brokerRefuses = false;
 beforeAll(async () => {
   db = await createTestDatabase();
   api = await startTestApi(db);
-  harness = await createSettlementHarness(db, { SETTLEMENT_MAX_ATTEMPTS: String(MAX_ATTEMPTS) }, 1);
+  harness = await createSettlementHarness(db, { REFUND_MAX_ATTEMPTS: String(MAX_ATTEMPTS) }, 1);
   ({ apiKey } = await api.merchant());
   const { config, platform } = harness;
   worker = createRefundWorker({

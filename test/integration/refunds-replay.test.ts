@@ -27,7 +27,7 @@ let apiKey: string;
 beforeAll(async () => {
   db = await createTestDatabase();
   api = await startTestApi(db);
-  harness = await createSettlementHarness(db, { SETTLEMENT_MAX_ATTEMPTS: '2' }, 1);
+  harness = await createSettlementHarness(db, { REFUND_MAX_ATTEMPTS: '2' }, 1);
   ({ apiKey } = await api.merchant());
 });
 

@@ -24,7 +24,7 @@ let apiKey: string;
 beforeAll(async () => {
   db = await createTestDatabase();
   api = await startTestApi(db);
-  harness = await createSettlementHarness(db, { SETTLEMENT_MAX_ATTEMPTS: '3' }, 1);
+  harness = await createSettlementHarness(db, { REFUND_MAX_ATTEMPTS: '3' }, 1);
   ({ apiKey } = await api.merchant());
   const { config, platform } = harness;
   worker = createRefundWorker({

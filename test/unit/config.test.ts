@@ -211,24 +211,45 @@ describe('loadConfig: secrets from files and production defaults', () => {
     },
   );
 
-  it('when SETTLEMENT_LEASE_MS does not outlast the acquirer timeout plus the completion bound, then one line names it', () => {
-    const error = errorFor({
-      SETTLEMENT_LEASE_MS: '11000',
-      ACQUIRER_TIMEOUT_MS: '2000',
-      DATABASE_QUERY_TIMEOUT_MS: '9000',
-    });
-    expect(error.variable).toBe('SETTLEMENT_LEASE_MS');
-    expect(error.message).toBe(
-      "invalid configuration: SETTLEMENT_LEASE_MS must exceed ACQUIRER_TIMEOUT_MS + DATABASE_QUERY_TIMEOUT_MS (2000 + 9000 = 11000 ms), one attempt's longest run (got 11000)",
-    );
-    expect(error.message).not.toContain('\n');
-    expect(
-      loadConfig({
-        SETTLEMENT_LEASE_MS: '11001',
+  it.each(['SETTLEMENT_LEASE_MS', 'REFUND_LEASE_MS'])(
+    'when %s does not outlast the acquirer timeout plus the completion bound, then one line names it',
+    (name) => {
+      const error = errorFor({
+        [name]: '11000',
         ACQUIRER_TIMEOUT_MS: '2000',
         DATABASE_QUERY_TIMEOUT_MS: '9000',
-      }).SETTLEMENT_LEASE_MS,
-    ).toBe(11001);
+      });
+      expect(error.variable).toBe(name);
+      expect(error.message).toBe(
+        `invalid configuration: ${name} must exceed ACQUIRER_TIMEOUT_MS + DATABASE_QUERY_TIMEOUT_MS (2000 + 9000 = 11000 ms), one attempt's longest run (got 11000)`,
+      );
+      expect(error.message).not.toContain('\n');
+      const config = loadConfig({
+        [name]: '11001',
+        ACQUIRER_TIMEOUT_MS: '2000',
+        DATABASE_QUERY_TIMEOUT_MS: '9000',
+      });
+      expect(config[name as 'SETTLEMENT_LEASE_MS' | 'REFUND_LEASE_MS']).toBe(11001);
+    },
+  );
+
+  it("when no REFUND_* setting is given, then refunds get the charges' values (SETTLEMENT_* defaults)", () => {
+    const config = loadConfig({});
+    expect({
+      maxAttempts: config.REFUND_MAX_ATTEMPTS,
+      backoffBaseMs: config.REFUND_BACKOFF_BASE_MS,
+      backoffCapMs: config.REFUND_BACKOFF_CAP_MS,
+      leaseMs: config.REFUND_LEASE_MS,
+      concurrency: config.REFUND_CONCURRENCY,
+      pollMs: config.REFUND_POLL_MS,
+    }).toEqual({
+      maxAttempts: config.SETTLEMENT_MAX_ATTEMPTS,
+      backoffBaseMs: config.SETTLEMENT_BACKOFF_BASE_MS,
+      backoffCapMs: config.SETTLEMENT_BACKOFF_CAP_MS,
+      leaseMs: config.SETTLEMENT_LEASE_MS,
+      concurrency: config.SETTLEMENT_CONCURRENCY,
+      pollMs: config.SETTLEMENT_POLL_MS,
+    });
   });
 
   it('when the unauthenticated burst is under one second of its rate, then it is refused', () => {

@@ -11,8 +11,8 @@ export interface DeadLetterProbe {
   apiUrl: string;
   apiKey: string;
   runId: string;
-  /** SETTLEMENT_MAX_ATTEMPTS of the run's settlement processes (charges and refunds alike). */
-  maxAttempts: number;
+  /** REFUND_MAX_ATTEMPTS of the run's settlement processes (refunds exhaust during the fault). */
+  refundMaxAttempts: number;
 }
 
 /** Charges (`tok_unavailable`) and refunds (of `tok_refund_unavailable` payments) started. */
@@ -99,7 +99,7 @@ export async function waitUntilExhausted(probe: DeadLetterProbe, work: DueWork):
                 WHERE payment_id = ANY($1::uuid[]) AND state = 'dead') AS charges,
               (SELECT count(*)::int FROM refund_jobs
                 WHERE refund_id = ANY($2::uuid[]) AND (state = 'dead' OR attempts >= $3)) AS refunds`,
-      [work.charges, work.refunds, probe.maxAttempts],
+      [work.charges, work.refunds, probe.refundMaxAttempts],
     );
     const row = rows[0];
     return row && row.charges === work.charges.length && row.refunds === work.refunds.length
@@ -152,7 +152,7 @@ export async function dueLetters(probe: DeadLetterProbe): Promise<DueLetters> {
             (SELECT max(id)::text FROM dead_letters WHERE published_at IS NULL) AS up_to,
             (SELECT count(*)::int FROM refund_jobs
               WHERE state = 'pending' AND attempts >= $1) AS refunds`,
-    [probe.maxAttempts],
+    [probe.refundMaxAttempts],
   );
   const row = rows[0];
   return {

@@ -96,7 +96,7 @@ async function main(): Promise<number> {
     kafka3: options.kafka3,
     relayLeaseMs: RELAY_LEASE_MS,
     // The API and key are filled in once they exist.
-    probe: { db, apiUrl: '', apiKey: '', runId, maxAttempts: settlementMaxAttempts() },
+    probe: { db, apiUrl: '', apiKey: '', runId, refundMaxAttempts: refundMaxAttempts() },
   };
   const k6Runs: RunningK6[] = [];
   const cleanup = installCleanup(stack, fleet, k6Runs, faultContext);
@@ -369,9 +369,9 @@ async function removeResources(
   ]);
 }
 
-/** SETTLEMENT_MAX_ATTEMPTS as the run's settlement processes read it (they inherit this env). */
-function settlementMaxAttempts(): number {
-  const value = Number(process.env.SETTLEMENT_MAX_ATTEMPTS ?? '5');
+/** REFUND_MAX_ATTEMPTS as the run's settlement processes read it (they inherit this env). */
+function refundMaxAttempts(): number {
+  const value = Number(process.env.REFUND_MAX_ATTEMPTS ?? '5');
   return Number.isInteger(value) && value > 0 ? value : 5;
 }
 
