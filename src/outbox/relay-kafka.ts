@@ -1,5 +1,11 @@
 import type { Config } from '../platform/config.js';
-import { createKafka, type KafkaClient, type KafkaClientOptions } from '../platform/kafka.js';
+import {
+  createIdempotentProducer,
+  createKafka,
+  type KafkaClient,
+  type KafkaClientOptions,
+  type Producer,
+} from '../platform/kafka.js';
 import type { Logger } from '../platform/logger.js';
 
 /**
@@ -41,4 +47,57 @@ export function createRelayKafka(
     // KAFKA_REQUEST_TIMEOUT_MS when set (its default is the same 10 s).
     requestTimeout: config.KAFKA_REQUEST_TIMEOUT_MS ?? RELAY_KAFKA_OPTIONS.requestTimeout,
   });
+}
+
+/** One relay's producer: connected on demand, replaced after any failed send. */
+export interface RelayProducer {
+  /** The current producer, connecting a new one when the last was discarded. */
+  connected: () => Promise<Producer>;
+  /**
+   * Drops the current producer (the next send gets a new producer id): kafkajs rolls back its
+   * sequence numbers on failure, and a partition that did append part of the request would then
+   * see different records under the same sequence, which the broker may drop as duplicates.
+   * A new producer id costs one round trip and makes that impossible.
+   */
+  discard: () => void;
+  /** Waits for a connect in progress and disconnects. */
+  close: () => Promise<void>;
+}
+
+export function createRelayProducer(kafka: KafkaClient): RelayProducer {
+  let producer: Producer | undefined;
+  let connecting: Promise<Producer> | undefined;
+
+  function connected(): Promise<Producer> {
+    if (producer) return Promise.resolve(producer);
+    connecting ??= (async () => {
+      const fresh = createIdempotentProducer(kafka, { retries: RELAY_KAFKA_OPTIONS.retry.retries });
+      try {
+        await fresh.connect();
+      } catch (error) {
+        await fresh.disconnect().catch(() => undefined);
+        throw error;
+      }
+      producer = fresh;
+      return fresh;
+    })().finally(() => {
+      connecting = undefined;
+    });
+    return connecting;
+  }
+
+  return {
+    connected,
+    discard: () => {
+      const old = producer;
+      producer = undefined;
+      void old?.disconnect().catch(() => undefined);
+    },
+    close: async () => {
+      await connecting?.catch(() => undefined);
+      const last = producer;
+      producer = undefined;
+      await last?.disconnect();
+    },
+  };
 }

@@ -1,17 +1,7 @@
-import { cappedExponentialDelay } from '../platform/backoff.js';
-import { createLeaseEndingLog } from './lease-ending-log.js';
-import { createLoopWaiter } from './loop-waiter.js';
 import { purgePublished } from './outbox-repository.js';
-import { PURGE_BATCH_SIZE } from './purge-published-rows.js';
-import type { RelayContext, RelayDeps, RelayRunResult } from './relay-context.js';
-import { RELAY_KAFKA_OPTIONS, relaySendBoundMs } from './relay-kafka.js';
-import { createRelayProducer } from './relay-producer.js';
-import { runOnce } from './run-once.js';
-import { runRelayLoop } from './run-relay-loop.js';
-
-/** A refused row is retried after 1 s, 2 s, 4 s ... (capped at a minute) until it is parked. */
-const defaultRetryDelayMs = (attempts: number): number =>
-  cappedExponentialDelay(attempts, 1_000, 60_000);
+import { createRelayContext, type RelayDeps, type RelayRunResult } from './relay-context.js';
+import { createLoopWaiter, PURGE_BATCH_SIZE, runRelayLoop } from './relay-loop.js';
+import { runOnce } from './relay-round.js';
 
 export interface Relay {
   /** Claims one batch, publishes it, marks it. Not reentrant: one round at a time. */
@@ -30,32 +20,12 @@ export interface Relay {
 
 /**
  * One relay: its own producer and loop over the steps claim -> publish -> record the outcome
- * (mark published, count a failed attempt or park, release), see runOnce and drainOutbox.
+ * (mark published, count a failed attempt or park, release): one round in relay-round.ts, the
+ * loop (rounds back to back, idle waits, backoff, purge) in relay-loop.ts, the send in
+ * publish-batch.ts.
  */
 export function createRelay(deps: RelayDeps): Relay {
-  const leaseMarginMs =
-    deps.leaseMarginMs ??
-    relaySendBoundMs(deps.config.KAFKA_REQUEST_TIMEOUT_MS ?? RELAY_KAFKA_OPTIONS.requestTimeout);
-  if (deps.config.RELAY_LEASE_MS <= leaseMarginMs) {
-    // Every batch would be given back unsent: refuse to start rather than never publish.
-    throw new Error(
-      `RELAY_LEASE_MS (${deps.config.RELAY_LEASE_MS}) must exceed the longest relay send ` +
-        `(${leaseMarginMs} ms with KAFKA_REQUEST_TIMEOUT_MS): a batch is only sent while its ` +
-        'lease outlasts the send',
-    );
-  }
-  const ctx: RelayContext = {
-    db: deps.db,
-    logger: deps.logger,
-    config: deps.config,
-    producer: createRelayProducer(deps.kafka),
-    retryDelayMs: deps.retryDelayMs ?? defaultRetryDelayMs,
-    random: deps.random ?? Math.random,
-    afterPublish: deps.afterPublish,
-    onBacklog: deps.onBacklog,
-    leaseMarginMs,
-    leaseEnding: createLeaseEndingLog(deps.logger, deps.config.OUTAGE_LOG_INTERVAL_MS ?? 30_000),
-  };
+  const ctx = createRelayContext(deps);
   const waiter = createLoopWaiter();
   let loop: Promise<void> | undefined;
   return {
@@ -71,6 +41,40 @@ export function createRelay(deps: RelayDeps): Relay {
       waiter.stop();
       await loop;
       await ctx.producer.close();
+    },
+  };
+}
+
+/**
+ * `count` relays in one process, sharing the pool, each with its own producer: while one waits
+ * on Postgres another publishes (Node has one core; their awaits overlap). They coordinate through
+ * the database exactly as relays in separate processes do. A notification wakes the first only;
+ * the others join when a claim comes back full, i.e. when there is a backlog, so an idle or
+ * lightly loaded process does not make every worker claim for every insert. `runOnce` and
+ * `purgeOnce` use the first.
+ */
+export function createRelayWorkers(deps: RelayDeps, count: number): Relay {
+  const workers: Relay[] = [];
+  const wakeAll = () => {
+    for (const worker of workers) worker.wake();
+  };
+  for (let index = 0; index < Math.max(1, count); index++) {
+    workers.push(createRelay({ ...deps, onBacklog: wakeAll }));
+  }
+  const [first] = workers;
+  if (!first) throw new Error('no relay worker');
+  return {
+    runOnce: first.runOnce,
+    purgeOnce: first.purgeOnce,
+    connect: async () => {
+      await Promise.all(workers.map((worker) => worker.connect()));
+    },
+    wake: first.wake,
+    run: async () => {
+      await Promise.all(workers.map((worker) => worker.run()));
+    },
+    stop: async () => {
+      await Promise.all(workers.map((worker) => worker.stop()));
     },
   };
 }

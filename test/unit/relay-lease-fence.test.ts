@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLeaseEndingLog } from '../../src/outbox/lease-ending-log.js';
+import { createLeaseEndingLog } from '../../src/outbox/relay-context.js';
 import { outboxMetrics } from '../../src/outbox/outbox-metrics.js';
 import type { RelayConfig } from '../../src/outbox/relay-context.js';
 import { createRelayKafka, relaySendBoundMs } from '../../src/outbox/relay-kafka.js';

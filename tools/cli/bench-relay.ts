@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createRelayKafka } from '../../src/outbox/relay-kafka.js';
-import { createRelayWorkers } from '../../src/outbox/relay-workers.js';
+import { createRelayWorkers } from '../../src/outbox/relay.js';
 import { toKafkaRecord, type KafkaRecord } from '../../src/outbox/cloud-event.js';
 import { paymentEventId } from '../../src/outbox/event-id.js';
 import { listenForOutbox } from '../../src/outbox/outbox-listener.js';

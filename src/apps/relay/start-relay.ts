@@ -6,7 +6,7 @@ import { ensureTopics } from '../../platform/kafka.js';
 import type { Platform } from '../../platform/platform.js';
 import type { RunningRole } from '../running-role.js';
 import { createRelayKafka } from '../../outbox/relay-kafka.js';
-import { createRelayWorkers } from '../../outbox/relay-workers.js';
+import { createRelayWorkers } from '../../outbox/relay.js';
 
 /**
  * The outbox relay role: once its topic exists and its producers are connected ("relay ready"),

@@ -6,8 +6,7 @@ import { consumeBatches, createConsumer, ensureTopics, publish } from '../../pla
 import type { Platform } from '../../platform/platform.js';
 import { createOutageLog } from '../../platform/outage-log.js';
 import { createRefundWorker, type RefundWorkerDeps } from '../../refunds/refund-worker.js';
-import { createRelayKafka } from '../../outbox/relay-kafka.js';
-import { createRelayProducer } from '../../outbox/relay-producer.js';
+import { createRelayKafka, createRelayProducer } from '../../outbox/relay-kafka.js';
 import { fullJitterDelay } from '../../platform/backoff.js';
 import { createDeadLetterPublisher } from '../../jobs/dead-letter-store.js';
 import { registerJobProbes } from '../../jobs/job-metrics.js';

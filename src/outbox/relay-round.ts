@@ -1,8 +1,47 @@
-import type { RelayClaim } from './claim-batch.js';
 import { outboxMetrics } from './outbox-metrics.js';
-import { markPublished, recordFailedAttempt, releaseEvents } from './outbox-repository.js';
-import type { PublishOutcome } from './publish-claimed.js';
-import { emptyRelayRunResult, type RelayContext, type RelayRunResult } from './relay-context.js';
+import {
+  claimEvents,
+  markPublished,
+  recordFailedAttempt,
+  releaseEvents,
+} from './outbox-repository.js';
+import { publishBatch, type PublishOutcome } from './publish-batch.js';
+import {
+  emptyRelayRunResult,
+  type RelayClaim,
+  type RelayContext,
+  type RelayRunResult,
+} from './relay-context.js';
+
+/**
+ * One round: claim a batch unless Kafka is away (claimIfKafka), publish it (publishBatch),
+ * record the outcome (recordPublishOutcome: mark published, count, release). What `runOnce`
+ * does; drainOutbox (relay-loop.ts) runs the same steps back to back, pipelined.
+ */
+export async function runOnce(ctx: RelayContext): Promise<RelayRunResult> {
+  const claim = await claimIfKafka(ctx);
+  if (!claim) return { ...emptyRelayRunResult(0), kafkaUnavailable: true };
+  return recordPublishOutcome(ctx, claim, await publishBatch(ctx.producer, claim));
+}
+
+/** Leases the next batch under a fresh owner token. */
+export async function claimBatch(ctx: RelayContext): Promise<RelayClaim> {
+  const { RELAY_BATCH_SIZE, RELAY_LEASE_MS } = ctx.config;
+  const started = performance.now();
+  const claim = await claimEvents(ctx.db, RELAY_BATCH_SIZE, RELAY_LEASE_MS);
+  return { ...claim, sendBy: started + RELAY_LEASE_MS - ctx.leaseMarginMs };
+}
+
+/** Claims a batch, unless Kafka is away: leases would only make other relays wait. */
+export async function claimIfKafka(ctx: RelayContext): Promise<RelayClaim | undefined> {
+  try {
+    await ctx.producer.connected();
+  } catch (error) {
+    ctx.logger.debug({ err: error }, 'kafka unreachable');
+    return undefined;
+  }
+  return claimBatch(ctx);
+}
 
 /**
  * Writes what Kafka did back to the claimed rows: marks acked rows published, counts an attempt
