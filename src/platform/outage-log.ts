@@ -1,4 +1,5 @@
-import type { Logger } from './logger.js';
+// From pino, not logger.ts: logger.ts -> tracing.ts -> this file would close a circle.
+import type { Logger } from 'pino';
 
 /**
  * The log lines of one dependency's outages: a warning when it starts, another at most once per
