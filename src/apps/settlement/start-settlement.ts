@@ -83,7 +83,7 @@ export function startSettlement(
     ...(options.afterCharge ? { afterCharge: options.afterCharge } : {}),
   });
   // Refund jobs are written by the API with each refund; this worker beside the charges' one
-  // works them with the same retry policy and dead-letter topic (DESIGN, Part VI).
+  // works them with their own REFUND_* policy and the same dead-letter topic (DESIGN, Part VI).
   const refundWorker = createRefundWorker({
     pool,
     postgresOutage,
