@@ -1,3 +1,6 @@
+import { SpanKind, type Attributes } from '@opentelemetry/api';
+import { inSpan } from '../platform/tracing.js';
+
 /** What settlement asks the acquirer to do: charge once per idempotency key. */
 export interface ChargeRequest {
   /** Stable across every attempt for one payment (see `chargeIdempotencyKey`). */
@@ -62,4 +65,46 @@ export interface RefundAcquirer {
 /** One key per refund, the same on every attempt: a retried refund is recognised, not repeated. */
 export function refundIdempotencyKey(refundId: string): string {
   return `refund_${refundId}`;
+}
+
+/** An acquirer call that got no final answer: its class (metrics, dead letters) and message. */
+export interface AcquirerFailure {
+  errorClass: string;
+  message: string;
+}
+
+/**
+ * What a charge or refund call that threw is retried as: the acquirer's own transient class,
+ * `acquirer_timeout` when the call's timeout fired, and `acquirer_error` for anything else.
+ * Everything is retried: both calls are idempotent, so trying again is safe, and giving up
+ * early would strand the payment or the refund.
+ */
+export function classifyAcquirerFailure(error: unknown): AcquirerFailure {
+  if (error instanceof AcquirerTransientError) {
+    return { errorClass: error.errorClass, message: error.message };
+  }
+  if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) {
+    return { errorClass: 'acquirer_timeout', message: 'no answer within the call timeout' };
+  }
+  return {
+    errorClass: 'acquirer_error',
+    message: error instanceof Error ? error.message : String(error),
+  };
+}
+
+/**
+ * An acquirer call (`acquirer charge`, `acquirer refund`) as a CLIENT span under the active
+ * attempt: its duration, its answer (approved/declined) and, when it throws (timeout,
+ * transient), the error. An HTTP acquirer client would propagate the active context from here.
+ */
+export function inAcquirerSpan<T extends { outcome: string }>(
+  name: string,
+  attributes: Attributes,
+  call: () => Promise<T>,
+): Promise<T> {
+  return inSpan(name, { kind: SpanKind.CLIENT, attributes }, undefined, async (span) => {
+    const result = await call();
+    span.setAttribute('acquirer.outcome', result.outcome);
+    return result;
+  });
 }

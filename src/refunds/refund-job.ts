@@ -1,6 +1,9 @@
-import { classifyAcquirerFailure } from '../acquirer/acquirer-failure.js';
-import { inAcquirerSpan } from '../acquirer/acquirer-span.js';
-import { refundIdempotencyKey, type RefundAcquirer } from '../acquirer/acquirer.js';
+import {
+  classifyAcquirerFailure,
+  inAcquirerSpan,
+  type RefundAcquirer,
+  refundIdempotencyKey,
+} from '../acquirer/acquirer.js';
 import type { JobLetter } from '../jobs/dead-letter-job.js';
 import type { AttemptAnswer } from '../jobs/job-worker.js';
 import { toKafkaRecord } from '../outbox/cloud-event.js';

@@ -1,6 +1,9 @@
-import { classifyAcquirerFailure } from '../acquirer/acquirer-failure.js';
-import { inAcquirerSpan } from '../acquirer/acquirer-span.js';
-import { chargeIdempotencyKey, type Acquirer } from '../acquirer/acquirer.js';
+import {
+  type Acquirer,
+  chargeIdempotencyKey,
+  classifyAcquirerFailure,
+  inAcquirerSpan,
+} from '../acquirer/acquirer.js';
 import type { AttemptAnswer } from '../jobs/job-worker.js';
 import type { FinalStatus, SettlementJob } from './settlement-repository.js';
 import { settlementMetrics } from './settlement-metrics.js';
