@@ -1,8 +1,6 @@
 import { parseArgs } from 'node:util';
 import { createMerchant, DEFAULT_TIER } from '../merchants/merchant-repository.js';
-import { isForeignKeyViolation } from './cli-errors.js';
-import { runCli, UsageError } from './run-cli.js';
-import { withPool } from './with-pool.js';
+import { isForeignKeyViolation, runCli, UsageError, withPool } from './run-cli.js';
 
 const USAGE = 'usage: merchant:create -- --name <name> (1-200 characters) [--tier <tier>]';
 

@@ -5,9 +5,7 @@ import {
   revokeApiKey,
   type ApiKeyInfo,
 } from '../merchants/api-key-repository.js';
-import { isForeignKeyViolation } from './cli-errors.js';
-import { runCli, UsageError } from './run-cli.js';
-import { withPool } from './with-pool.js';
+import { isForeignKeyViolation, runCli, UsageError, withPool } from './run-cli.js';
 
 const USAGE = [
   'usage: merchant:key -- create --merchant <merchant id> [--label <label>] [--expires-in-days <n>]',

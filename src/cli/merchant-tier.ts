@@ -1,9 +1,13 @@
 import { parseArgs } from 'node:util';
 import { setMerchantTier } from '../merchants/merchant-repository.js';
 import { defineTier, listTiers } from '../merchants/tier-repository.js';
-import { isCheckViolation, isForeignKeyViolation } from './cli-errors.js';
-import { runCli, UsageError } from './run-cli.js';
-import { withPool } from './with-pool.js';
+import {
+  isCheckViolation,
+  isForeignKeyViolation,
+  runCli,
+  UsageError,
+  withPool,
+} from './run-cli.js';
 
 const USAGE = [
   'usage: merchant:tier -- --merchant <merchant id> --tier <tier>',

@@ -1,4 +1,6 @@
-import { ConfigError } from '../platform/config.js';
+import { ConfigError, loadConfig } from '../platform/config.js';
+import { createPool, type Pool } from '../platform/db.js';
+import { createLogger } from '../platform/logger.js';
 
 /** A wrong command line: its message is the usage line, printed as it is. */
 export class UsageError extends Error {}
@@ -26,4 +28,26 @@ export async function runCli(
     process.stderr.write(`${known ? message : `${name} failed: ${message}`}\n`);
     process.exitCode = 1;
   }
+}
+
+/** One connection to DATABASE_URL for a command, closed when `fn` ends. */
+export async function withPool<T>(name: string, fn: (pool: Pool) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  const logger = createLogger({ ...config, LOG_LEVEL: 'warn' });
+  const pool = createPool({ ...config, DATABASE_POOL_MAX: 1 }, logger, name);
+  try {
+    return await fn(pool);
+  } finally {
+    await pool.end();
+  }
+}
+
+/** Postgres' foreign_key_violation: the row names something (a tier, a merchant) that is not there. */
+export function isForeignKeyViolation(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === '23503';
+}
+
+/** Postgres' check_violation: a value outside a column's CHECK. */
+export function isCheckViolation(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === '23514';
 }
