@@ -1,6 +1,5 @@
 import { findKey } from './idempotency-repository.js';
 import type { ResponseCache } from './response-cache.js';
-import type { Merchant } from '../merchants/merchant-repository.js';
 import type { Queryable } from '../platform/db.js';
 import type { DatabaseGuard } from './write-once.js';
 import { IdempotencyKeyInUse } from './idempotency-errors.js';
@@ -31,7 +30,7 @@ export interface InFlightDeps {
  */
 export async function awaitInFlightTwin(
   deps: InFlightDeps,
-  merchant: Merchant,
+  merchantId: string,
   key: string,
   fingerprint: Buffer,
   holderFingerprint: string | null,
@@ -41,12 +40,12 @@ export async function awaitInFlightTwin(
   const deadline = Date.now() + deps.waitMs;
   for (;;) {
     // The holder may have finished since our cache miss: its result is the answer.
-    const cached = await deps.redis.attempt('cache-get', () => deps.cache.get(merchant.id, key));
+    const cached = await deps.redis.attempt('cache-get', () => deps.cache.get(merchantId, key));
     if (cached) return replayStoredResponse(cached, fingerprint);
     if (Date.now() >= deadline) break;
     await deps.sleep(WAIT_POLL_MS);
   }
-  const found = await deps.database(() => findKey(deps.db, merchant.id, key));
+  const found = await deps.database(() => findKey(deps.db, merchantId, key));
   if (found?.kind === 'live') return replayStoredResponse(found.response, fingerprint);
   throw new IdempotencyKeyInUse(deps.retryAfterSeconds);
 }

@@ -1,102 +1,55 @@
 import type { Queryable } from '../platform/db.js';
-import { currentTraceContext } from '../outbox/trace-context.js';
 import type { StoredResponse } from './stored-response.js';
 
-export interface NewPaymentRecord {
+/**
+ * SQL expressions (placeholders, literals) for the columns of a new key record. The record
+ * points at the resource it created: `paymentId` (a refund's payment too) and `refundId`.
+ */
+export interface KeyRecordSql {
   merchantId: string;
-  idempotencyKey: string;
-  fingerprint: Buffer;
-  ttlSeconds: number;
-  response: { status: number; body: string };
-  payment: {
-    id: string;
-    amount: number;
-    currency: string;
-    source: string;
-    description: string | null;
-    metadata: Record<string, string>;
-    createdAt: Date;
-  };
-  event: { id: string; type: string; topic: string; data: unknown };
+  key: string;
+  fingerprint: string;
+  paymentId: string;
+  refundId?: string;
+  status: string;
+  body: string;
+  /** The record's creation time; it expires `ttlSeconds` later. */
+  createdAt: string;
+  ttlSeconds: string;
 }
 
 /**
- * The statement of insertPaymentOnce, exported so `npm run bench:api` gives pgbench this very
- * text (tools/bench/pgbench-script.ts) instead of a copy that could drift.
- * $1 merchant, $2 key, $3 fingerprint, $4 payment id, $5/$6 response status/body, $7 created
- * at, $8 TTL seconds, $9..$13 amount, currency, source, description, metadata, $14..$17 event
- * id, type, topic, data.
+ * `name AS (INSERT INTO idempotency_keys ... RETURNING payment_id, expires_at)`: the key's
+ * record as a CTE of the resource's one statement, which writes the resource only with it (the
+ * UNIQUE (merchant, key) constraint is the guard, I1). `ifKeyFree`: ON CONFLICT DO NOTHING, so
+ * a taken key returns no row and the statement's later CTEs, reading from this one, write
+ * nothing; without it a taken key fails the statement (23505 on idempotency_keys_pkey).
  */
-export const INSERT_PAYMENT_ONCE_SQL = `WITH idempotency AS (
-       INSERT INTO idempotency_keys (merchant_id, idempotency_key, fingerprint, payment_id,
-                                     response_status, response_body, created_at, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $7::timestamptz + make_interval(secs => $8))
-       ON CONFLICT (merchant_id, idempotency_key) DO NOTHING
+export function keyRecordInsertCte(
+  name: string,
+  row: KeyRecordSql,
+  options: { ifKeyFree: boolean },
+): string {
+  const columns: [string, string | undefined][] = [
+    ['merchant_id', row.merchantId],
+    ['idempotency_key', row.key],
+    ['fingerprint', row.fingerprint],
+    ['payment_id', row.paymentId],
+    ['refund_id', row.refundId],
+    ['response_status', row.status],
+    ['response_body', row.body],
+    ['created_at', row.createdAt],
+    ['expires_at', `${row.createdAt}::timestamptz + make_interval(secs => ${row.ttlSeconds})`],
+  ];
+  const set = columns.filter((column): column is [string, string] => column[1] !== undefined);
+  const onConflict = options.ifKeyFree
+    ? '\n       ON CONFLICT (merchant_id, idempotency_key) DO NOTHING'
+    : '';
+  return `${name} AS (
+       INSERT INTO idempotency_keys (${set.map(([column]) => column).join(', ')})
+       VALUES (${set.map(([, value]) => value).join(', ')})${onConflict}
        RETURNING payment_id, expires_at
-     ), payment AS (
-       INSERT INTO payments (id, merchant_id, amount, currency, source, description, metadata,
-                             status, created_at, updated_at)
-       SELECT payment_id, $1, $9, $10, $11, $12, $13, 'pending', $7, $7 FROM idempotency
-       RETURNING id
-     ), outbox AS (
-       INSERT INTO outbox (event_id, event_type, aggregate_id, topic, data, created_at,
-                           traceparent, tracestate)
-       SELECT $14, $15, id, $16, $17, $7, $18, $19 FROM payment
-       RETURNING aggregate_id
-     )
-     SELECT idempotency.expires_at FROM idempotency JOIN outbox ON outbox.aggregate_id = idempotency.payment_id`;
-
-/**
- * ONE statement, hence one transaction: the idempotency record, the payment and its
- * `payment.created` outbox row are written together or not at all (I2). The record goes first
- * with ON CONFLICT DO NOTHING; the payment and the outbox row are inserted only from what that
- * insert returned, so a key that exists writes nothing. A concurrent insert of the same key
- * waits for the other transaction and then sees its row (I1, whatever Redis did).
- *
- * Returns the stored response when this call created the payment, null when the key exists.
- */
-export async function insertPaymentOnce(
-  db: Queryable,
-  record: NewPaymentRecord,
-): Promise<StoredResponse | null> {
-  const { payment, event } = record;
-  // The POST's span: the relay and settlement continue this trace (DESIGN, Observability).
-  const trace = currentTraceContext();
-  // Named: prepared once per connection, like pgbench -M prepared.
-  const { rows } = await db.query<{ expires_at: Date }>({
-    name: 'idempotency.insert-payment-once',
-    text: INSERT_PAYMENT_ONCE_SQL,
-    values: [
-      record.merchantId,
-      record.idempotencyKey,
-      record.fingerprint,
-      payment.id,
-      record.response.status,
-      record.response.body,
-      payment.createdAt,
-      record.ttlSeconds,
-      payment.amount,
-      payment.currency,
-      payment.source,
-      payment.description,
-      payment.metadata,
-      event.id,
-      event.type,
-      event.topic,
-      JSON.stringify(event.data),
-      trace.traceparent,
-      trace.tracestate,
-    ],
-  });
-  const created = rows[0];
-  if (!created) return null;
-  return {
-    paymentId: payment.id,
-    fingerprint: record.fingerprint.toString('hex'),
-    status: record.response.status,
-    body: record.response.body,
-    expiresAt: created.expires_at,
-  };
+     )`;
 }
 
 interface KeyRow {
@@ -134,6 +87,19 @@ export async function findKey(db: Queryable, merchantId: string, key: string): P
       expiresAt: row.expires_at,
     },
   };
+}
+
+/** Whether the key has a record, live or expired (a resource's write checks it under its lock). */
+export async function keyRecordExists(
+  db: Queryable,
+  merchantId: string,
+  key: string,
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    'SELECT 1 FROM idempotency_keys WHERE merchant_id = $1 AND idempotency_key = $2',
+    [merchantId, key],
+  );
+  return rowCount !== 0;
 }
 
 /** Removes the key's record if it has expired, so the key can start a new payment. */

@@ -1,4 +1,3 @@
-import type { Merchant } from '../merchants/merchant-repository.js';
 import type { Config } from '../platform/config.js';
 import type { Queryable } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
@@ -65,24 +64,24 @@ export function createIdempotentCreate(deps: IdempotentCreateDeps) {
     retryAfterSeconds: config.IDEMPOTENCY_RETRY_AFTER_SECONDS,
   };
 
-  return async function runIdempotently(
-    merchant: Merchant,
+  return async function createOnce(
+    merchantId: string,
     key: string,
     fingerprint: Buffer,
     insert: InsertOnce,
   ): Promise<CreateOutcome> {
-    const cached = await redis.attempt('cache-get', () => cache.get(merchant.id, key));
+    const cached = await redis.attempt('cache-get', () => cache.get(merchantId, key));
     if (cached) return replayStoredResponse(cached, fingerprint);
 
     const lock = await acquireKeyLock(
       deps.locks,
       redis,
-      merchant.id,
+      merchantId,
       key,
       fingerprint.toString('hex'),
     );
     if (lock.kind === 'held') {
-      return awaitInFlightTwin(inFlight, merchant, key, fingerprint, lock.holderFingerprint);
+      return awaitInFlightTwin(inFlight, merchantId, key, fingerprint, lock.holderFingerprint);
     }
     // Once: after the commit with the cache write, or in `finally` when the write threw. A
     // second call through the guard would count as the Redis breaker's probe while it is open.
@@ -92,14 +91,14 @@ export function createIdempotentCreate(deps: IdempotentCreateDeps) {
       await deps.beforeWrite?.();
       const { created, stored } = await writeOnce(
         { db: deps.db, database: deps.database },
-        merchant.id,
+        merchantId,
         key,
         insert,
       );
       // The cache write and the release go out together; on one connection Redis applies them
       // in order, so no request sees the key unlocked before its response is cached. Both are
       // bounded by the command timeout and skipped while Redis is failing.
-      await Promise.all([cacheResponse(cache, redis, merchant.id, key, stored), release()]);
+      await Promise.all([cacheResponse(cache, redis, merchantId, key, stored), release()]);
       if (!created) return replayStoredResponse(stored, fingerprint);
       return outcomeOf(stored, false);
     } finally {
@@ -108,4 +107,4 @@ export function createIdempotentCreate(deps: IdempotentCreateDeps) {
   };
 }
 
-export type RunIdempotently = ReturnType<typeof createIdempotentCreate>;
+export type CreateOnce = ReturnType<typeof createIdempotentCreate>;

@@ -10,7 +10,7 @@ import type { Logger } from '../platform/logger.js';
 import type { OutageLog } from '../platform/outage-log.js';
 import { paymentDatabaseGuard } from '../http/payment-database-guard.js';
 import type { CreatePaymentBody } from './payment-schemas.js';
-import { insertNewPayment, type WritePaymentDeps } from './write-payment-once.js';
+import { insertNewPayment, type NewPaymentSettings } from './insert-payment-once.js';
 
 export type { CreateOutcome } from '../idempotency/replay-stored-response.js';
 
@@ -52,8 +52,8 @@ export function createPaymentService(deps: CreatePaymentDeps) {
     deps.config.UNAVAILABLE_RETRY_AFTER_SECONDS,
     deps.postgresOutage,
   );
-  const runIdempotently = createIdempotentCreate({ ...deps, database });
-  const write: WritePaymentDeps = {
+  const createOnce = createIdempotentCreate({ ...deps, database });
+  const write: NewPaymentSettings = {
     db: deps.db,
     now: deps.now ?? (() => new Date()),
     keyTtlSeconds: deps.config.IDEMPOTENCY_KEY_TTL_SECONDS,
@@ -66,7 +66,7 @@ export function createPaymentService(deps: CreatePaymentDeps) {
     body: CreatePaymentBody,
   ): Promise<CreateOutcome> {
     const fingerprint = requestFingerprint('POST', '/payments', fingerprinted(body));
-    return runIdempotently(merchant, key, fingerprint, () =>
+    return createOnce(merchant.id, key, fingerprint, () =>
       insertNewPayment(write, merchant, key, body, fingerprint),
     );
   };

@@ -44,7 +44,7 @@ export interface CreateRefundDeps {
  */
 export function createRefundService(deps: CreateRefundDeps) {
   const database = paymentDatabaseGuard(deps.config.UNAVAILABLE_RETRY_AFTER_SECONDS);
-  const runIdempotently = createIdempotentCreate({ ...deps, db: deps.pool, database });
+  const createOnce = createIdempotentCreate({ ...deps, db: deps.pool, database });
   const now = deps.now ?? (() => new Date());
   // Refunds of one payment wait for each other on its row lock (insert-refund-once), each
   // holding a pool connection while it waits. Queued here first, a burst of refunds for one
@@ -63,7 +63,7 @@ export function createRefundService(deps: CreateRefundDeps) {
     signal?: AbortSignal,
   ): Promise<CreateOutcome> {
     const fingerprint = requestFingerprint('POST', `/payments/${paymentId}/refunds`, body);
-    return runIdempotently(merchant, key, fingerprint, () =>
+    return createOnce(merchant.id, key, fingerprint, () =>
       perPayment.run(
         paymentId,
         () =>

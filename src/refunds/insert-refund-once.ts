@@ -1,5 +1,8 @@
+import { keyRecordExists, keyRecordInsertCte } from '../idempotency/idempotency-repository.js';
 import type { StoredResponse } from '../idempotency/stored-response.js';
+import { outboxInsertCte } from '../outbox/outbox-writer.js';
 import { refundEventId } from '../outbox/refund-event-id.js';
+import { lockPaymentForRefund, refundReservationCte } from '../payments/payment-writes.js';
 import { currentTraceContext } from '../outbox/trace-context.js';
 import { withTransaction, type Pool } from '../platform/db.js';
 import {
@@ -24,46 +27,47 @@ export interface NewRefund {
   topic: string;
 }
 
-interface PaymentForRefund {
-  amount: string;
-  amount_refunded: string;
-  currency: string;
-  status: string;
-}
-
 /**
  * The refund's writes once its payment is locked and the amount checked, as data-modifying CTEs
- * of one statement: the payment's `amount_refunded`, the refund, its idempotency record, its
- * durable job and its `refund.created` outbox row (both with the request's trace context),
- * keyed by the PAYMENT id so a payment's events
- * stay in order on one partition. Foreign keys between them are checked at the statement's end.
+ * of one statement: the payment's `amount_refunded` (payments' part), the refund, its
+ * idempotency record (idempotency's part), its durable job and its `refund.created` outbox row
+ * (the outbox writer's part; both with the request's trace context), keyed by the PAYMENT id so
+ * a payment's events stay in order on one partition. Foreign keys between them are checked at
+ * the statement's end.
  */
 const WRITE_REFUND_SQL = `
-  WITH paid AS (
-    UPDATE payments SET amount_refunded = amount_refunded + $2, updated_at = $3::timestamptz
-     WHERE id = $1
-    RETURNING id
-  ), refund AS (
+  WITH ${refundReservationCte('paid', { paymentId: '$1', amount: '$2', at: '$3' })}, refund AS (
     INSERT INTO refunds (id, payment_id, merchant_id, amount, currency, reason, metadata,
                          status, created_at, updated_at)
     VALUES ($4, $1, $5, $2, $6, $7, $8, 'pending', $3::timestamptz, $3::timestamptz)
     RETURNING id
-  ), record AS (
-    INSERT INTO idempotency_keys (merchant_id, idempotency_key, fingerprint, payment_id,
-                                  refund_id, response_status, response_body, created_at,
-                                  expires_at)
-    VALUES ($5, $9, $10, $1, $4, 202, $11::text, $3::timestamptz,
-            $3::timestamptz + make_interval(secs => $12))
-    RETURNING expires_at
-  ), job AS (
+  ), ${keyRecordInsertCte(
+    'record',
+    {
+      merchantId: '$5',
+      key: '$9',
+      fingerprint: '$10',
+      paymentId: '$1',
+      refundId: '$4',
+      status: '202',
+      body: '$11::text',
+      createdAt: '$3::timestamptz',
+      ttlSeconds: '$12',
+    },
+    { ifKeyFree: false },
+  )}, job AS (
     INSERT INTO refund_jobs (refund_id, traceparent, tracestate) VALUES ($4, $15, $16)
     RETURNING refund_id
-  ), event AS (
-    INSERT INTO outbox (event_id, event_type, aggregate_id, topic, data, created_at,
-                        traceparent, tracestate)
-    VALUES ($13, 'refund.created', $1, $14, $11::jsonb, $3::timestamptz, $15, $16)
-    RETURNING aggregate_id
-  )
+  ), ${outboxInsertCte('event', {
+    eventId: '$13',
+    type: "'refund.created'",
+    aggregateId: '$1',
+    topic: '$14',
+    data: '$11::jsonb',
+    createdAt: '$3::timestamptz',
+    traceparent: '$15',
+    tracestate: '$16',
+  })}
   SELECT record.expires_at FROM record, paid, refund, job, event`;
 
 /**
@@ -82,19 +86,10 @@ export async function insertRefundOnce(
 ): Promise<StoredResponse | null> {
   try {
     return await withTransaction(pool, async (client) => {
-      const payment = await client.query<PaymentForRefund>(
-        `SELECT amount, amount_refunded, currency, status FROM payments
-          WHERE id = $1 AND merchant_id = $2 FOR UPDATE`,
-        [refund.paymentId, refund.merchantId],
-      );
+      const row = await lockPaymentForRefund(client, refund.paymentId, refund.merchantId);
       // The key first: a key already used (replay, other body, other endpoint) is answered from
       // its record, whatever the payment's state is now.
-      const key = await client.query(
-        'SELECT 1 FROM idempotency_keys WHERE merchant_id = $1 AND idempotency_key = $2',
-        [refund.merchantId, refund.idempotencyKey],
-      );
-      if (key.rowCount !== 0) return null;
-      const row = payment.rows[0];
+      if (await keyRecordExists(client, refund.merchantId, refund.idempotencyKey)) return null;
       if (!row) throw new RefundPaymentNotFound(refund.paymentId);
       if (row.status !== 'settled') throw new PaymentNotRefundable(row.status);
       const remaining = Number(row.amount) - Number(row.amount_refunded);

@@ -1,8 +1,10 @@
 import { claimJobs, ownedJobsCte, type ClaimJoin } from '../jobs/job-store.js';
 import { REFUND_JOBS, type ClaimedJob, type JobLease } from '../jobs/job-table.js';
 import type { CompletionOutcome } from '../jobs/job-worker.js';
+import { insertOutboxEvents } from '../outbox/outbox-writer.js';
 import { refundEventId, type RefundEventType } from '../outbox/refund-event-id.js';
 import type { TraceContext } from '../outbox/trace-context.js';
+import { releaseRefundedAmount } from '../payments/payment-writes.js';
 import { withTransaction, type Pool, type Queryable } from '../platform/db.js';
 import { REFUND_COLUMNS, toRefundResource, type RefundRow } from './refund-resource.js';
 
@@ -99,29 +101,21 @@ export async function completeRefund(
     if (result.id === null) return 'unchanged';
     const row = result as RefundRow;
     if (final.status === 'failed') {
-      await client.query(
-        `UPDATE payments SET amount_refunded = amount_refunded - $2, updated_at = $3
-          WHERE id = $1`,
-        [row.payment_id, row.amount, now],
-      );
+      await releaseRefundedAmount(client, row.payment_id, row.amount, now);
     }
     const type: RefundEventType =
       final.status === 'succeeded' ? 'refund.succeeded' : 'refund.failed';
-    await client.query(
-      `INSERT INTO outbox (event_id, event_type, aggregate_id, topic, data, created_at,
-                           traceparent, tracestate)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-      [
-        refundEventId(refundId, type),
+    await insertOutboxEvents(client, [
+      {
+        eventId: refundEventId(refundId, type),
         type,
-        row.payment_id,
+        aggregateId: row.payment_id,
         topic,
-        JSON.stringify(toRefundResource(row)),
-        now,
-        trace.traceparent,
-        trace.tracestate,
-      ],
-    );
+        data: JSON.stringify(toRefundResource(row)),
+        createdAt: now,
+        trace,
+      },
+    ]);
     return 'completed';
   });
 }

@@ -2,6 +2,7 @@ import { withTransaction, type Pool, type PoolClient } from '../platform/db.js';
 import type { SourceRecord } from '../jobs/dead-letter.js';
 import { reviveDeadJobs } from '../jobs/job-store.js';
 import { SETTLEMENT_JOBS } from '../jobs/job-table.js';
+import { moveToProcessing } from '../payments/payment-writes.js';
 
 /** A parsed `payment.created` record of one consumed batch. */
 export interface CreatedEvent {
@@ -39,7 +40,10 @@ export function recordCreatedEvents(
     }
     const fresh = await insertProcessedEvents(client, [...firstCopies.values()]);
     const freshEvents = [...firstCopies.values()].filter((event) => fresh.has(event.eventId));
-    const moved = await moveToProcessing(client, freshEvents);
+    const moved = await moveToProcessing(
+      client,
+      freshEvents.map((event) => event.paymentId),
+    );
     await insertJobs(
       client,
       freshEvents.filter((event) => moved.has(event.paymentId)),
@@ -98,22 +102,6 @@ async function insertProcessedEvents(
     values: [sorted.map((event) => event.eventId), sorted.map((event) => event.paymentId)],
   });
   return new Set(rows.map((row) => row.event_id));
-}
-
-/** pending -> processing, only if still pending; returns the payments it moved. */
-async function moveToProcessing(
-  client: PoolClient,
-  events: readonly CreatedEvent[],
-): Promise<Set<string>> {
-  if (events.length === 0) return new Set();
-  const { rows } = await client.query<{ id: string }>({
-    name: 'intake.move-to-processing',
-    text: `UPDATE payments SET status = 'processing', updated_at = now()
-            WHERE id = ANY($1::uuid[]) AND status = 'pending'
-           RETURNING id`,
-    values: [[...new Set(events.map((event) => event.paymentId))]],
-  });
-  return new Set(rows.map((row) => row.id));
 }
 
 /** One durable job per moved payment, with the record it came from (for a dead letter). */

@@ -1,4 +1,5 @@
 import { paymentEventId, type PaymentEventType } from '../outbox/event-id.js';
+import { insertOutboxEvents } from '../outbox/outbox-writer.js';
 import type { TraceContext } from '../outbox/trace-context.js';
 import { withTransaction, type Pool, type Queryable } from '../platform/db.js';
 import type { SourceRecord } from '../jobs/dead-letter.js';
@@ -6,6 +7,7 @@ import { claimJobs, ownedJobsCte, type ClaimJoin } from '../jobs/job-store.js';
 import { SETTLEMENT_JOBS, type ClaimedJob, type JobLease } from '../jobs/job-table.js';
 import type { CompletionOutcome } from '../jobs/job-worker.js';
 import { toPaymentResource, type PaymentRow } from '../payments/payment-resource.js';
+import { paymentCompletionCte } from '../payments/payment-writes.js';
 
 /** A claimed settlement job: the engine's job (its id is the payment's) and the payment. */
 export interface SettlementJob extends ClaimedJob {
@@ -71,6 +73,19 @@ export async function claimDueJobs(
 /** The completion's fenced delete of the jobs its claims still hold ($1 ids, $5 owners). */
 const OWNED = ownedJobsCte(SETTLEMENT_JOBS, '$1', '$5');
 
+/**
+ * The owned jobs removed and exactly their payments moved (payments' part, $1 ids, $2 statuses,
+ * $3 failure codes, $4 time): one row per owned job, with its payment's row if it moved.
+ */
+const COMPLETE_OWNED_PAYMENTS_SQL = `WITH ${OWNED},
+  ${paymentCompletionCte(
+    'moved',
+    { ids: '$1', statuses: '$2', failureCodes: '$3', at: '$4' },
+    { from: 'owned', id: 'job_id' },
+  )}
+  SELECT owned.job_id AS owned_id, moved.*
+    FROM owned LEFT JOIN moved ON moved.id = owned.job_id`;
+
 export type FinalStatus = { status: 'settled' } | { status: 'failed'; failureCode: string };
 
 /** One payment's acquirer answer, to be recorded by the claim that got it. */
@@ -101,17 +116,7 @@ export async function completePayments(
       { owned_id: string } & { [K in keyof PaymentRow]: PaymentRow[K] | null }
     >({
       name: 'settlement.complete-owned-payments',
-      text: `WITH ${OWNED},
-             moved AS (
-               UPDATE payments p
-                  SET status = d.status, failure_code = d.failure_code, updated_at = $4
-                 FROM unnest($1::uuid[], $2::text[], $3::text[]) AS d(id, status, failure_code),
-                      owned
-                WHERE p.id = d.id AND owned.job_id = d.id AND p.status = 'processing'
-               RETURNING p.id, p.amount, p.currency, p.source, p.description, p.metadata,
-                         p.status, p.failure_code, p.created_at)
-           SELECT owned.job_id AS owned_id, moved.*
-             FROM owned LEFT JOIN moved ON moved.id = owned.job_id`,
+      text: COMPLETE_OWNED_PAYMENTS_SQL,
       values: [
         ids,
         ids.map((id) => byPayment.get(id)?.final.status),
@@ -133,38 +138,22 @@ export async function completePayments(
         moved.push(row as PaymentRow);
       }
     }
-    if (moved.length > 0) {
-      const events = moved.map((row) => {
+    await insertOutboxEvents(
+      client,
+      moved.map((row) => {
         const type: PaymentEventType =
           row.status === 'settled' ? 'payment.settled' : 'payment.failed';
         return {
           eventId: paymentEventId(row.id, type),
           type,
-          paymentId: row.id,
+          aggregateId: row.id,
+          topic,
           data: JSON.stringify(toPaymentResource(row)),
+          createdAt: now,
           trace: byPayment.get(row.id)?.trace,
         };
-      });
-      await client.query({
-        name: 'settlement.insert-result-events',
-        text: `INSERT INTO outbox (event_id, event_type, aggregate_id, topic, data, created_at,
-                             traceparent, tracestate)
-         SELECT e.event_id, e.event_type, e.aggregate_id, $4, e.data, $5, e.traceparent,
-                e.tracestate
-           FROM unnest($1::uuid[], $2::text[], $3::uuid[], $6::jsonb[], $7::text[], $8::text[])
-                AS e(event_id, event_type, aggregate_id, data, traceparent, tracestate)`,
-        values: [
-          events.map((e) => e.eventId),
-          events.map((e) => e.type),
-          events.map((e) => e.paymentId),
-          topic,
-          now,
-          events.map((e) => e.data),
-          events.map((e) => e.trace?.traceparent ?? null),
-          events.map((e) => e.trace?.tracestate ?? null),
-        ],
-      });
-    }
+      }),
+    );
     return outcomes;
   });
 }

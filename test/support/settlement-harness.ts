@@ -3,7 +3,7 @@ import {
   type SettlementOptions,
 } from '../../src/apps/settlement/start-settlement.js';
 import type { RunningRole } from '../../src/apps/running-role.js';
-import { insertPaymentOnce } from '../../src/idempotency/idempotency-repository.js';
+import { insertPaymentOnce } from '../../src/payments/insert-payment-once.js';
 import { createMerchant } from '../../src/merchants/merchant-repository.js';
 import { toKafkaRecord } from '../../src/outbox/cloud-event.js';
 import { paymentEventId } from '../../src/outbox/event-id.js';

@@ -1,0 +1,97 @@
+import type { Queryable } from '../platform/db.js';
+import type { TraceContext } from './trace-context.js';
+
+/**
+ * The one writer of `outbox` rows. Every resource writes its events through it, inside its own
+ * statement or transaction (I2: an event is committed with the change it announces, or not at
+ * all): `insertOutboxEvents` runs one multi-row INSERT on the caller's client, and
+ * `outboxInsertCte` gives callers that keep their write one statement (POST /payments, the
+ * refund's create) the same INSERT as a data-modifying CTE. The relay (the rest of src/outbox/)
+ * reads what they write.
+ */
+
+/** The columns an event row is written with; the relay's columns keep their defaults. */
+const OUTBOX_COLUMNS =
+  'event_id, event_type, aggregate_id, topic, data, created_at, traceparent, tracestate';
+
+/** One event to write: the relay publishes it to `topic`, keyed by `aggregateId`. */
+export interface OutboxEvent {
+  /** The event's UUIDv5 (event-id.ts, refund-event-id.ts): every copy published carries it. */
+  eventId: string;
+  type: string;
+  /** The Kafka key and ordering unit: the payment id (a refund's events too). */
+  aggregateId: string;
+  topic: string;
+  /** The CloudEvents `data`, as JSON text. */
+  data: string;
+  createdAt: Date;
+  /** The span the event continues; nulls (or absent) when tracing is off. */
+  trace?: TraceContext;
+}
+
+/**
+ * Writes `events` in ONE statement (one row each, in order) on `db`: the caller's transaction
+ * client, so the events commit with the change they announce. The statement text starts with
+ * `INSERT INTO outbox` (the kill tests find a commit stuck behind an outbox lock by it).
+ */
+export async function insertOutboxEvents(
+  db: Queryable,
+  events: readonly OutboxEvent[],
+): Promise<void> {
+  if (events.length === 0) return;
+  const column = <T>(pick: (event: OutboxEvent) => T): T[] => events.map(pick);
+  // Named: prepared once per connection.
+  await db.query({
+    name: 'outbox.insert-events',
+    text: `INSERT INTO outbox (${OUTBOX_COLUMNS})
+     SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::jsonb[],
+                          $6::timestamptz[], $7::text[], $8::text[])`,
+    values: [
+      column((event) => event.eventId),
+      column((event) => event.type),
+      column((event) => event.aggregateId),
+      column((event) => event.topic),
+      column((event) => event.data),
+      column((event) => event.createdAt),
+      column((event) => event.trace?.traceparent ?? null),
+      column((event) => event.trace?.tracestate ?? null),
+    ],
+  });
+}
+
+/** SQL expressions (placeholders, columns of `from`, literals) for each column of one row. */
+export type OutboxRowSql = Record<
+  | 'eventId'
+  | 'type'
+  | 'aggregateId'
+  | 'topic'
+  | 'data'
+  | 'createdAt'
+  | 'traceparent'
+  | 'tracestate',
+  string
+>;
+
+/**
+ * `name AS (INSERT INTO outbox ... RETURNING aggregate_id)`: the event insert as a CTE of the
+ * caller's one statement. With `from` (an earlier CTE of that statement) one row per row of it
+ * is written, so an event exists only if the change it announces was written; without, exactly
+ * one row.
+ */
+export function outboxInsertCte(name: string, row: OutboxRowSql, from?: string): string {
+  const values = [
+    row.eventId,
+    row.type,
+    row.aggregateId,
+    row.topic,
+    row.data,
+    row.createdAt,
+    row.traceparent,
+    row.tracestate,
+  ].join(', ');
+  return `${name} AS (
+       INSERT INTO outbox (${OUTBOX_COLUMNS})
+       SELECT ${values}${from === undefined ? '' : ` FROM ${from}`}
+       RETURNING aggregate_id
+     )`;
+}
