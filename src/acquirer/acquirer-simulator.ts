@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Pool } from '../platform/db.js';
+import { withTransaction, type Pool, type Queryable } from '../platform/db.js';
 import {
   AcquirerTransientError,
   type Acquirer,
@@ -92,12 +92,8 @@ export function createAcquirerSimulator(pool: Pool, options: SimulatorOptions): 
     request: ChargeRequest,
     struck: boolean,
   ): Promise<{ result: CallResult; answer?: ChargeResult }> {
-    const client = await pool.connect();
-    try {
-      await client.query('BEGIN');
-      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
-        request.idempotencyKey,
-      ]);
+    return withTransaction(pool, async (client) => {
+      await lockKey(client, request.idempotencyKey);
       const charged = await client.query<{ result: 'approved' | 'declined'; reference: string }>(
         'SELECT result, reference FROM acquirer_simulator_charges WHERE idempotency_key = $1',
         [request.idempotencyKey],
@@ -126,14 +122,8 @@ export function createAcquirerSimulator(pool: Pool, options: SimulatorOptions): 
          VALUES ($1, $2, $3, $4, $5, $6, $7)`,
         [...callColumns(request, result), previous !== undefined],
       );
-      await client.query('COMMIT');
       return answer ? { result, answer } : { result };
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
+    });
   }
 
   /** The answer to a key never charged before, from its token and the failure rate. */
@@ -174,6 +164,14 @@ export function createAcquirerSimulator(pool: Pool, options: SimulatorOptions): 
       return answer;
     },
   };
+}
+
+/**
+ * Serializes the simulator's calls for one idempotency key until the transaction ends (charges
+ * and refunds alike), so concurrent retries of one key cannot both be answered fresh.
+ */
+export async function lockKey(client: Queryable, idempotencyKey: string): Promise<void> {
+  await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [idempotencyKey]);
 }
 
 /** What the acquirer answers for a recorded charge. */

@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import type { Pool } from '../platform/db.js';
+import { withTransaction, type Pool } from '../platform/db.js';
 import {
   AcquirerTransientError,
   type RefundAcquirer,
   type RefundRequest,
   type RefundResult,
 } from './acquirer.js';
+import { lockKey } from './acquirer-simulator.js';
 
 type RefundCallResult = 'approved' | 'declined' | 'transient';
 
@@ -19,12 +20,8 @@ type RefundCallResult = 'approved' | 'declined' | 'transient';
  */
 export function createRefundSimulator(pool: Pool): RefundAcquirer {
   async function decide(request: RefundRequest): Promise<RefundResult | null> {
-    const client = await pool.connect();
-    try {
-      await client.query('BEGIN');
-      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
-        request.idempotencyKey,
-      ]);
+    return withTransaction(pool, async (client) => {
+      await lockKey(client, request.idempotencyKey);
       const done = await client.query<{ result: 'approved' | 'declined'; reference: string }>(
         'SELECT result, reference FROM acquirer_simulator_refunds WHERE idempotency_key = $1',
         [request.idempotencyKey],
@@ -58,17 +55,11 @@ export function createRefundSimulator(pool: Pool): RefundAcquirer {
          VALUES ($1, $2, $3, $4)`,
         [request.idempotencyKey, request.refundId, result, previous !== undefined],
       );
-      await client.query('COMMIT');
       if (result === 'transient') return null;
       return result === 'approved'
         ? { outcome: 'approved', reference }
         : { outcome: 'declined', code: 'refund_declined' };
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
+    });
   }
 
   async function fresh(
