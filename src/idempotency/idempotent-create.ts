@@ -3,13 +3,28 @@ import type { Queryable } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
 import { createOutageLog, type OutageLog } from '../platform/outage-log.js';
 import { acquireKeyLock } from './acquire-key-lock.js';
-import { awaitInFlightTwin, type InFlightDeps } from './await-in-flight-twin.js';
-import { cacheResponse } from './cache-response.js';
+import { IdempotencyKeyInUse } from './idempotency-errors.js';
+import { deleteExpiredKey, findKey } from './idempotency-repository.js';
 import type { KeyLocks } from './key-lock.js';
-import { createRedisGuard } from './redis-guard.js';
-import { outcomeOf, replayStoredResponse, type CreateOutcome } from './replay-stored-response.js';
+import { createRedisGuard, type RedisGuard } from './redis-guard.js';
+import {
+  assertSameRequest,
+  outcomeOf,
+  replayStoredResponse,
+  type CreateOutcome,
+} from './replay-stored-response.js';
 import type { ResponseCache } from './response-cache.js';
-import { writeOnce, type DatabaseGuard, type InsertOnce } from './write-once.js';
+import type { StoredResponse } from './stored-response.js';
+
+/** Runs a database step of an idempotent request (maps "Postgres unreachable" to a 503). */
+export type DatabaseGuard = <T>(fn: () => Promise<T>) => Promise<T>;
+
+/**
+ * The resource's write: ONE transaction that inserts the idempotency record, the resource and
+ * its outbox row, or nothing. Resolves with the stored response when it wrote, null when the
+ * key already has a record. May throw a domain error (a refusal), writing nothing.
+ */
+export type InsertOnce = () => Promise<StoredResponse | null>;
 
 export interface IdempotentCreateDeps {
   db: Queryable;
@@ -44,7 +59,8 @@ export interface IdempotentCreateDeps {
  * resource's one-transaction insert of record + resource + outbox row (the UNIQUE constraint is
  * the guard) -> cache the response -> release. Redis failing anywhere degrades to the database
  * path (or IdempotencyCacheUnavailable with REDIS_FAILURE_MODE=closed). What differs per
- * endpoint is only the fingerprint (method + path + body) and the insert.
+ * endpoint is only the fingerprint (method + path + body) and the insert, which the resource
+ * passes in: this layer knows no resource.
  */
 export function createIdempotentCreate(deps: IdempotentCreateDeps) {
   const { config, logger, cache } = deps;
@@ -89,16 +105,16 @@ export function createIdempotentCreate(deps: IdempotentCreateDeps) {
     const release = () => (releasing ??= redis.bestEffort('release', lock.release));
     try {
       await deps.beforeWrite?.();
-      const { created, stored } = await writeOnce(
-        { db: deps.db, database: deps.database },
-        merchantId,
-        key,
-        insert,
-      );
+      const { created, stored } = await writeOnce(deps, merchantId, key, insert);
       // The cache write and the release go out together; on one connection Redis applies them
       // in order, so no request sees the key unlocked before its response is cached. Both are
-      // bounded by the command timeout and skipped while Redis is failing.
-      await Promise.all([cacheResponse(cache, redis, merchantId, key, stored), release()]);
+      // bounded by the command timeout and skipped while Redis is failing: after the commit the
+      // answer is decided, so a cache failure only ends up in the Redis outage log (replays then
+      // read the database).
+      await Promise.all([
+        redis.bestEffort('cache-set', () => cache.set(merchantId, key, stored)),
+        release(),
+      ]);
       if (!created) return replayStoredResponse(stored, fingerprint);
       return outcomeOf(stored, false);
     } finally {
@@ -108,3 +124,68 @@ export function createIdempotentCreate(deps: IdempotentCreateDeps) {
 }
 
 export type CreateOnce = ReturnType<typeof createIdempotentCreate>;
+
+/** How often a request waiting on an in-flight twin looks for its result (`wait` mode). */
+const WAIT_POLL_MS = 25;
+
+interface InFlightDeps {
+  db: Queryable;
+  cache: ResponseCache;
+  redis: RedisGuard;
+  database: DatabaseGuard;
+  sleep: (ms: number) => Promise<void>;
+  /** How long to wait for the twin's result: 0 answers at once (IDEMPOTENCY_IN_FLIGHT=reject). */
+  waitMs: number;
+  retryAfterSeconds: number;
+}
+
+/**
+ * Another request holds the key: IdempotencyKeyReused if it is a different request, else the
+ * twin's result once it is there, else IdempotencyKeyInUse.
+ */
+async function awaitInFlightTwin(
+  deps: InFlightDeps,
+  merchantId: string,
+  key: string,
+  fingerprint: Buffer,
+  holderFingerprint: string | null,
+): Promise<CreateOutcome> {
+  // 422 wins over 409: a different request with the same key is wrong however it ends.
+  if (holderFingerprint !== null) assertSameRequest(holderFingerprint, fingerprint);
+  const deadline = Date.now() + deps.waitMs;
+  for (;;) {
+    // The holder may have finished since our cache miss: its result is the answer.
+    const cached = await deps.redis.attempt('cache-get', () => deps.cache.get(merchantId, key));
+    if (cached) return replayStoredResponse(cached, fingerprint);
+    if (Date.now() >= deadline) break;
+    await deps.sleep(WAIT_POLL_MS);
+  }
+  const found = await deps.database(() => findKey(deps.db, merchantId, key));
+  if (found?.kind === 'live') return replayStoredResponse(found.response, fingerprint);
+  throw new IdempotencyKeyInUse(deps.retryAfterSeconds);
+}
+
+/**
+ * Claims the key with the resource's insert (the UNIQUE constraint is the guard); otherwise
+ * returns the key's live record. An expired record is removed and the insert tried once more.
+ * `created`: this request wrote the resource; false when the key already had a record.
+ */
+async function writeOnce(
+  deps: { db: Queryable; database: DatabaseGuard },
+  merchantId: string,
+  key: string,
+  insert: InsertOnce,
+): Promise<{ created: boolean; stored: StoredResponse }> {
+  // Twice at most: the second pass follows the removal of an expired record.
+  for (let pass = 0; pass < 2; pass++) {
+    const stored = await deps.database(insert);
+    if (stored) return { created: true, stored };
+    const existing = await deps.database(() => findKey(deps.db, merchantId, key));
+    if (existing?.kind === 'live') return { created: false, stored: existing.response };
+    if (existing?.kind === 'expired') {
+      await deps.database(() => deleteExpiredKey(deps.db, merchantId, key));
+    }
+    // null: reaped between the two statements; either way the key is free again.
+  }
+  throw new Error(`idempotency key could not be claimed or read after retrying`);
+}

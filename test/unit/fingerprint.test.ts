@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalJson } from '../../src/idempotency/canonical-json.js';
-import { requestFingerprint } from '../../src/idempotency/fingerprint.js';
+import { canonicalJson, requestFingerprint } from '../../src/idempotency/fingerprint.js';
 
 describe('canonicalJson', () => {
   it('when keys differ only in order at any depth, then the output is the same', () => {
