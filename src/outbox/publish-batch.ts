@@ -21,7 +21,7 @@ export interface PublishOutcome {
 }
 
 /** The rows to send and the instant (performance.now()) from which they must not be sent. */
-export type SendableClaim = Pick<RelayClaim, 'events' | 'sendBy'>;
+type SendableClaim = Pick<RelayClaim, 'events' | 'sendBy'>;
 
 /**
  * Publishes claimed rows (see sendSplitting), each traced row under a PRODUCER span (see
