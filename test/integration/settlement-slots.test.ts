@@ -19,6 +19,8 @@ beforeAll(async () => {
     ACQUIRER_TIMEOUT_MS: '5000',
     // The lease outlasts the slow call (checked at boot), so no other slot re-claims its job.
     SETTLEMENT_LEASE_MS: '10000',
+    // The role's refund worker shares the acquirer timeout: its lease is checked at boot too.
+    REFUND_LEASE_MS: '10000',
   });
   await harness.start();
 });
