@@ -15,10 +15,11 @@ import { reportAnswers, type KafkaClient } from './kafka-client.js';
  */
 export function createIdempotentProducer(
   kafka: KafkaClient,
-  options: { retries?: number } = {},
+  options: { retries?: number; transactionalId?: string } = {},
 ): Producer {
   const producer = kafka.producer({
     idempotent: true,
+    ...(options.transactionalId === undefined ? {} : { transactionalId: options.transactionalId }),
     maxInFlightRequests: 1,
     allowAutoTopicCreation: false,
     createPartitioner: Partitioners.DefaultPartitioner,
@@ -40,7 +41,7 @@ export interface ProducerRecord {
  * them (acks -1). Rejects when any record was not acknowledged; see `isRecordRejected`.
  */
 export async function publish(
-  producer: Producer,
+  producer: Pick<Producer, 'sendBatch'>,
   batches: readonly { topic: string; records: readonly ProducerRecord[] }[],
 ): Promise<void> {
   await producer.sendBatch({

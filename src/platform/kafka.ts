@@ -15,6 +15,7 @@ export {
   type ConsumedBatch,
   type ConsumedRecord,
 } from './kafka-consumer.js';
+export { readTopicToEnd } from './kafka-read-to-end.js';
 export {
   createIdempotentProducer,
   isRecordRejected,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Admin, ConsumedRecord, KafkaClient, ProducerRecord } from '../platform/kafka.js';
-import { consume, createConsumer, createIdempotentProducer, publish } from '../platform/kafka.js';
+import { createIdempotentProducer, publish, readTopicToEnd } from '../platform/kafka.js';
 import type { Logger } from '../platform/logger.js';
 import { traceContextHeaders } from '../outbox/trace-context.js';
 import { DLQ_HEADERS, REPLAY_TOKEN_HEADER } from '../jobs/dead-letter.js';
@@ -148,27 +148,7 @@ async function scanDeadLetters(
   dlqTopic: string,
   visit: (record: ConsumedRecord) => void,
 ): Promise<void> {
-  const ends = await admin.fetchTopicOffsets(dlqTopic);
-  const remaining = new Map(
-    ends.filter((p) => p.high !== p.low).map((p) => [p.partition, BigInt(p.high)]),
-  );
-  if (remaining.size === 0) return;
-  const consumer = createConsumer(kafka, `dlq-replay-${Date.now().toString(36)}`, 100);
-  await consumer.connect();
-  try {
-    await new Promise<void>((resolve, reject) => {
-      consume(consumer, [dlqTopic], (record) => {
-        visit(record);
-        const end = remaining.get(record.partition);
-        if (end !== undefined && BigInt(record.offset) + 1n >= end)
-          remaining.delete(record.partition);
-        if (remaining.size === 0) resolve();
-        return Promise.resolve();
-      }).catch(reject);
-    });
-  } finally {
-    await consumer.disconnect();
-  }
+  await readTopicToEnd(kafka, admin, dlqTopic, visit);
 }
 
 /** Publishes the chosen records to their original topics, unchanged. */

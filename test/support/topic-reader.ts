@@ -1,5 +1,4 @@
-import type { Admin, KafkaClient } from '../../src/platform/kafka.js';
-import { uniqueSuffix } from './isolation.js';
+import { readTopicToEnd, type Admin, type KafkaClient } from '../../src/platform/kafka.js';
 
 /** One message as it sits on the topic. */
 export interface TopicMessage {
@@ -11,9 +10,9 @@ export interface TopicMessage {
 }
 
 /**
- * Everything on `topic` right now: reads every partition from the beginning up to the high
- * watermark taken at the start (acknowledged messages are below it), in offset order per
- * partition. Bounded by `timeoutMs`.
+ * Everything on `topic` right now: every partition from the beginning up to the high watermark
+ * taken at the start (acknowledged messages are below it; a transaction's commit marker is
+ * passed, not waited for), in offset order per partition. Bounded by `timeoutMs`.
  */
 export async function readTopic(
   kafka: KafkaClient,
@@ -21,51 +20,21 @@ export async function readTopic(
   topic: string,
   timeoutMs = 30_000,
 ): Promise<TopicMessage[]> {
-  const ends = new Map(
-    (await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, Number(p.high)]),
-  );
   const messages: TopicMessage[] = [];
-  /** The next offset still to read, per partition. */
-  const next = new Map([...ends.keys()].map((partition) => [partition, 0]));
-  const reachedEnds = () =>
-    [...ends].every(([partition, high]) => (next.get(partition) ?? 0) >= high);
-  if (reachedEnds()) return [];
-
-  const consumer = kafka.consumer({ groupId: `reader-${uniqueSuffix()}` });
-  await consumer.connect();
-  try {
-    await consumer.subscribe({ topic, fromBeginning: true });
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        reject(new Error(`read ${messages.length} messages of ${topic} in ${timeoutMs} ms`));
-      }, timeoutMs);
-      void consumer.run({
-        eachMessage: ({ partition, message }) => {
-          const offset = Number(message.offset);
-          if (offset < (ends.get(partition) ?? 0)) {
-            const headers: Record<string, string> = {};
-            for (const [name, value] of Object.entries(message.headers ?? {})) {
-              headers[name] = Array.isArray(value) ? value.join(',') : (value?.toString() ?? '');
-            }
-            messages.push({
-              partition,
-              offset,
-              key: message.key?.toString() ?? '',
-              value: message.value?.toString() ?? '',
-              headers,
-            });
-            next.set(partition, offset + 1);
-          }
-          if (reachedEnds()) {
-            clearTimeout(timer);
-            resolve();
-          }
-          return Promise.resolve();
-        },
+  await readTopicToEnd(
+    kafka,
+    admin,
+    topic,
+    (record) => {
+      messages.push({
+        partition: record.partition,
+        offset: Number(record.offset),
+        key: record.key ?? '',
+        value: record.value?.toString() ?? '',
+        headers: record.headers,
       });
-    });
-  } finally {
-    await consumer.disconnect();
-  }
+    },
+    timeoutMs,
+  );
   return messages.sort((a, b) => a.partition - b.partition || a.offset - b.offset);
 }

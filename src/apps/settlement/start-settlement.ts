@@ -6,8 +6,9 @@ import { consumeBatches, createConsumer, ensureTopics, publish } from '../../pla
 import type { Platform } from '../../platform/platform.js';
 import { createOutageLog } from '../../platform/outage-log.js';
 import { createRefundWorker, type RefundWorkerDeps } from '../../refunds/refund-worker.js';
-import { createRelayKafka, createRelayProducer } from '../../outbox/relay-kafka.js';
+import { createRelayKafka } from '../../outbox/relay-kafka.js';
 import { fullJitterDelay } from '../../platform/backoff.js';
+import { createDeadLetterProducer } from '../../jobs/dead-letter-producer.js';
 import { createDeadLetterPublisher } from '../../jobs/dead-letter-store.js';
 import { registerJobProbes } from '../../jobs/job-metrics.js';
 import { createSettlementHandler } from '../../settlement/settlement-consumer.js';
@@ -38,18 +39,17 @@ export function startSettlement(
 ): Promise<RunningRole> {
   const { config, pool, kafka } = platform;
   const logger = platform.logger.child({ role: 'settlement' });
-  // Dead letters go out through a bounded producer of their own (the relay's patience: a send
-  // fails within seconds when the broker is down or frozen, and the producer is replaced after
-  // a failure); until the topic takes them they wait in the database (DESIGN record 30).
-  const deadLetterProducer = createRelayProducer(createRelayKafka(config, logger));
+  // Dead letters go out through a bounded, transactional producer of their own (the relay's
+  // patience: a send fails within seconds when the broker is down or frozen, and the producer is
+  // replaced after a failure, fencing the failed transaction); until the topic takes them they
+  // wait in the database (DESIGN record 30).
+  const deadLetterProducer = createDeadLetterProducer(
+    createRelayKafka(config, logger),
+    config.KAFKA_CLIENT_ID,
+  );
   const sendDeadLetters = async (batches: Parameters<typeof publish>[1]): Promise<void> => {
     await options.beforeDeadLetter?.();
-    try {
-      await publish(await deadLetterProducer.connected(), batches);
-    } catch (error) {
-      deadLetterProducer.discard();
-      throw error;
-    }
+    await deadLetterProducer.send(batches);
   };
   const deadLetters = createDeadLetterPublisher({
     pool,
