@@ -26,6 +26,18 @@ export type DatabaseGuard = <T>(fn: () => Promise<T>) => Promise<T>;
  */
 export type InsertOnce = () => Promise<StoredResponse | null>;
 
+/** The settings the idempotency layer reads. */
+export type IdempotencySettings = Pick<
+  Config,
+  | 'IDEMPOTENCY_IN_FLIGHT'
+  | 'IDEMPOTENCY_WAIT_MS'
+  | 'IDEMPOTENCY_RETRY_AFTER_SECONDS'
+  | 'REDIS_FAILURE_MODE'
+  | 'UNAVAILABLE_RETRY_AFTER_SECONDS'
+  | 'REDIS_BREAKER_COOLDOWN_MS'
+  | 'OUTAGE_LOG_INTERVAL_MS'
+>;
+
 export interface IdempotentCreateDeps {
   db: Queryable;
   cache: ResponseCache;
@@ -33,16 +45,7 @@ export interface IdempotentCreateDeps {
   logger: Logger;
   /** Maps "Postgres unreachable" to the component's 503. */
   database: DatabaseGuard;
-  config: Pick<
-    Config,
-    | 'IDEMPOTENCY_IN_FLIGHT'
-    | 'IDEMPOTENCY_WAIT_MS'
-    | 'IDEMPOTENCY_RETRY_AFTER_SECONDS'
-    | 'REDIS_FAILURE_MODE'
-    | 'UNAVAILABLE_RETRY_AFTER_SECONDS'
-    | 'REDIS_BREAKER_COOLDOWN_MS'
-    | 'OUTAGE_LOG_INTERVAL_MS'
-  >;
+  config: IdempotencySettings;
   /**
    * The process's one log of Redis outages, shared with the rate limiter and the other creating
    * routes so one outage costs one set of lines; a new one when absent.

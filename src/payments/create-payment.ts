@@ -1,12 +1,12 @@
 import { requestFingerprint } from '../idempotency/fingerprint.js';
-import { createIdempotentCreate } from '../idempotency/idempotent-create.js';
-import type { KeyLocks } from '../idempotency/key-lock.js';
+import {
+  createIdempotentCreate,
+  type IdempotencySettings,
+  type IdempotentCreateDeps,
+} from '../idempotency/idempotent-create.js';
 import type { CreateOutcome } from '../idempotency/replay-stored-response.js';
-import type { ResponseCache } from '../idempotency/response-cache.js';
 import type { Merchant } from '../merchants/merchant-repository.js';
 import type { Config } from '../platform/config.js';
-import type { Queryable } from '../platform/db.js';
-import type { Logger } from '../platform/logger.js';
 import type { OutageLog } from '../platform/outage-log.js';
 import { paymentDatabaseGuard } from '../http/payment-database-guard.js';
 import type { CreatePaymentBody } from './payment-schemas.js';
@@ -14,31 +14,13 @@ import { insertNewPayment, type NewPaymentSettings } from './insert-payment-once
 
 export type { CreateOutcome } from '../idempotency/replay-stored-response.js';
 
-export interface CreatePaymentDeps {
-  /** Shared with the rate limiter: one Redis outage, one set of log lines. */
-  redisOutage?: OutageLog;
-  db: Queryable;
-  cache: ResponseCache;
-  locks: KeyLocks;
-  logger: Logger;
-  config: Pick<
-    Config,
-    | 'IDEMPOTENCY_KEY_TTL_SECONDS'
-    | 'IDEMPOTENCY_IN_FLIGHT'
-    | 'IDEMPOTENCY_WAIT_MS'
-    | 'IDEMPOTENCY_RETRY_AFTER_SECONDS'
-    | 'REDIS_FAILURE_MODE'
-    | 'REDIS_BREAKER_COOLDOWN_MS'
-    | 'OUTAGE_LOG_INTERVAL_MS'
-    | 'UNAVAILABLE_RETRY_AFTER_SECONDS'
-    | 'KAFKA_TOPIC_PAYMENTS'
-  >;
+/** The idempotency layer's dependencies (its database guard is built here) and the payment's. */
+export interface CreatePaymentDeps extends Omit<IdempotentCreateDeps, 'database' | 'config'> {
+  config: IdempotencySettings &
+    Pick<Config, 'IDEMPOTENCY_KEY_TTL_SECONDS' | 'KAFKA_TOPIC_PAYMENTS'>;
   /** Where Postgres outages are logged; a database step that succeeds ends one. */
   postgresOutage?: OutageLog;
-  /** Fault injection for tests: runs after the lock is taken, before the database write. */
-  beforeWrite?: () => Promise<void>;
   now?: () => Date;
-  sleep?: (ms: number) => Promise<void>;
 }
 
 /**

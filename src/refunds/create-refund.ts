@@ -1,38 +1,24 @@
 import { v7 as uuidv7 } from 'uuid';
 import { requestFingerprint } from '../idempotency/fingerprint.js';
-import { createIdempotentCreate } from '../idempotency/idempotent-create.js';
-import type { KeyLocks } from '../idempotency/key-lock.js';
+import {
+  createIdempotentCreate,
+  type IdempotencySettings,
+  type IdempotentCreateDeps,
+} from '../idempotency/idempotent-create.js';
 import type { CreateOutcome } from '../idempotency/replay-stored-response.js';
-import type { ResponseCache } from '../idempotency/response-cache.js';
 import type { Merchant } from '../merchants/merchant-repository.js';
 import { paymentDatabaseGuard } from '../http/payment-database-guard.js';
 import type { Config } from '../platform/config.js';
 import type { Pool } from '../platform/db.js';
 import { createKeyedQueue } from '../platform/keyed-queue.js';
-import type { Logger } from '../platform/logger.js';
 import { insertRefundOnce } from './insert-refund-once.js';
 import type { CreateRefundBody } from './refund-schemas.js';
-import type { OutageLog } from '../platform/outage-log.js';
 
-export interface CreateRefundDeps {
-  /** Shared with the rate limiter: one Redis outage, one set of log lines. */
-  redisOutage?: OutageLog;
+/** The idempotency layer's dependencies (its database guard is built here) and the refund's. */
+export interface CreateRefundDeps extends Omit<IdempotentCreateDeps, 'database' | 'config' | 'db'> {
   pool: Pool;
-  cache: ResponseCache;
-  locks: KeyLocks;
-  logger: Logger;
-  config: Pick<
-    Config,
-    | 'IDEMPOTENCY_KEY_TTL_SECONDS'
-    | 'IDEMPOTENCY_IN_FLIGHT'
-    | 'IDEMPOTENCY_WAIT_MS'
-    | 'IDEMPOTENCY_RETRY_AFTER_SECONDS'
-    | 'REDIS_FAILURE_MODE'
-    | 'UNAVAILABLE_RETRY_AFTER_SECONDS'
-    | 'REDIS_BREAKER_COOLDOWN_MS'
-    | 'OUTAGE_LOG_INTERVAL_MS'
-    | 'KAFKA_TOPIC_PAYMENTS'
-  >;
+  config: IdempotencySettings &
+    Pick<Config, 'IDEMPOTENCY_KEY_TTL_SECONDS' | 'KAFKA_TOPIC_PAYMENTS'>;
   now?: () => Date;
 }
 
