@@ -24,10 +24,12 @@ export interface CreatePaymentDeps extends Omit<IdempotentCreateDeps, 'database'
 }
 
 /**
- * POST /payments, exactly once per (merchant, Idempotency-Key): the generic idempotency
- * contract (src/idempotency/idempotent-create.ts) around this endpoint's fingerprint and its
- * one-statement insert of record + payment + `payment.created` outbox row. Refusals are domain
- * errors; the HTTP layer maps them to problem+json.
+ * POST /payments, exactly once per (merchant, Idempotency-Key). The trail from the route to the
+ * commit: this endpoint's fingerprint -> idempotency's generic `createOnce` (response cache,
+ * key lock, write once, replay; it knows no payment) -> the write it is handed, this folder's
+ * insertPaymentOnce (insert-payment-once.ts): ONE statement of the key record (idempotency's
+ * CTE part), the payment and its `payment.created` event (the outbox writer's CTE part).
+ * Refusals are domain errors; the HTTP layer maps them to problem+json.
  */
 export function createPaymentService(deps: CreatePaymentDeps) {
   const database = paymentDatabaseGuard(
