@@ -73,7 +73,7 @@ function listPaymentsHandler(db: Queryable) {
 /**
  * The payments component's HTTP entry point. Handlers only translate HTTP to the service and
  * back; request-level rejections are ApiErrors thrown before anything is written (I5), the
- * service's refusals are domain errors (payment-errors.ts); the app maps both to problem+json.
+ * service's refusals are domain errors (idempotency-errors.ts); the app maps both to problem+json.
  */
 export function paymentsRouter(deps: PaymentsRouterDeps): Router {
   const router = Router();

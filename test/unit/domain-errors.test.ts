@@ -6,7 +6,7 @@ import {
   IdempotencyCacheUnavailable,
   IdempotencyKeyInUse,
   IdempotencyKeyReused,
-} from '../../src/payments/payment-errors.js';
+} from '../../src/idempotency/idempotency-errors.js';
 import { PaymentDatabaseUnavailable } from '../../src/http/payment-database-guard.js';
 
 describe('toApiError, given a domain error', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { OutageLog } from '../../src/platform/outage-log.js';
-import { IdempotencyCacheUnavailable } from '../../src/payments/payment-errors.js';
+import { IdempotencyCacheUnavailable } from '../../src/idempotency/idempotency-errors.js';
 import { createRedisGuard } from '../../src/idempotency/redis-guard.js';
 
 function outageSpy(): OutageLog & { failures: number; successes: number } {
