@@ -2,10 +2,9 @@ import type { Config } from '../platform/config.js';
 import type { Queryable } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
 import { createOutageLog, type OutageLog } from '../platform/outage-log.js';
-import { acquireKeyLock } from './acquire-key-lock.js';
 import { IdempotencyKeyInUse } from './idempotency-errors.js';
 import { deleteExpiredKey, findKey } from './idempotency-repository.js';
-import type { KeyLocks } from './key-lock.js';
+import { acquireKeyLock, type KeyLocks } from './key-lock.js';
 import { createRedisGuard, type RedisGuard } from './redis-guard.js';
 import {
   assertSameRequest,

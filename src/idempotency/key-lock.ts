@@ -1,5 +1,6 @@
 import Redlock, { ResourceLockedError, type Lock } from 'redlock';
 import type { Redis } from '../platform/redis.js';
+import type { RedisGuard } from './redis-guard.js';
 
 export type LockAttempt =
   | { kind: 'acquired'; release: () => Promise<void> }
@@ -47,6 +48,41 @@ export function createKeyLocks(redis: Redis, prefix: string, ttlMs: number): Key
           await Promise.allSettled([lock.release(), redis.del(inFlightKey(merchantId, key))]);
         },
       };
+    },
+  };
+}
+
+export type KeyLockResult =
+  /** Another request holds the key; its fingerprint, when known. */
+  | { kind: 'held'; holderFingerprint: string | null }
+  /**
+   * This request may write: with the lock, or without it when Redis is down and failing open.
+   * `release` is safe to call more than once and does nothing when no lock was taken.
+   */
+  | { kind: 'free'; release: () => Promise<void> };
+
+/** Takes the Redlock lock on (merchant, key); a Redis failure goes through the guard. */
+export async function acquireKeyLock(
+  locks: KeyLocks,
+  redis: RedisGuard,
+  merchantId: string,
+  key: string,
+  fingerprintHex: string,
+): Promise<KeyLockResult> {
+  const lock = await redis.attempt('lock', async () => {
+    const attempt = await locks.acquire(merchantId, key, fingerprintHex);
+    if (attempt.kind === 'unavailable') throw attempt.error;
+    return attempt;
+  });
+  if (lock?.kind === 'held') return lock;
+  if (lock?.kind !== 'acquired') return { kind: 'free', release: () => Promise.resolve() };
+  let released = false;
+  return {
+    kind: 'free',
+    release: async () => {
+      if (released) return;
+      released = true;
+      await lock.release();
     },
   };
 }
