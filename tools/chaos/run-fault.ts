@@ -93,7 +93,7 @@ export async function runFault(fault: PlannedFault, ctx: FaultContext): Promise<
       }
       timeline.note(
         `SIGCONT ${name}: of the ${paused.heldRows.length} rows it held, ${published < 0 ? '?' : published} published meanwhile by the other relay; ` +
-          'its own late sends are fenced by the lease',
+          'it sends only after checking its lease (a send it was stopped in after that check may land late: verify counts such stale copies)',
       );
       break;
     }

@@ -17,6 +17,12 @@ export function formatReport(report: VerifyReport, examplesPerCode = 5): string 
     events
       ? `  events        ${events.read} read, ${events.distinct} distinct ids, ${events.copies} repeated copies`
       : '  events        not read (no Kafka)',
+    ...(events
+      ? [
+          `  stale copies  ${report.staleCopies} copies of payment.created after its result ` +
+            '(a relay paused between its lease check and its send; same event id, not a violation)',
+        ]
+      : []),
     deadLetters
       ? `  dead letters  ${deadLetters.read} read, ${deadLetters.eventIds} event ids, ` +
         `${deadLetters.withoutEventId} without an event id`

@@ -42,6 +42,8 @@ export interface VerifyReport {
   refunds: RefundReport;
   counts: Partial<Record<ViolationCode, number>>;
   violations: Violation[];
+  /** Copies of payment.created after its result (see PaymentVerdict.staleCopies). */
+  staleCopies: number;
 }
 
 /**
@@ -76,7 +78,7 @@ export async function verifyPayments(
 
   const violations: Violation[] = [];
   const payments = { total: facts.length, pending: 0, processing: 0, settled: 0, failed: 0 };
-  const report = { deadLettered: 0, inFlight: 0, keys: 0 };
+  const report = { deadLettered: 0, inFlight: 0, keys: 0, staleCopies: 0 };
   const acquirer = { approved: 0, declined: 0, calls: 0, replayedCalls: 0 };
   for (const payment of facts) {
     const verdict = checkPayment(
@@ -90,6 +92,7 @@ export async function verifyPayments(
     payments[payment.status]++;
     if (verdict.deadLettered) report.deadLettered++;
     if (verdict.inFlight) report.inFlight++;
+    report.staleCopies += verdict.staleCopies;
     report.keys += payment.keyRecords;
     acquirer.approved += payment.approvedCharges;
     acquirer.declined += payment.declinedCharges;
@@ -141,6 +144,7 @@ export async function verifyPayments(
     graceSeconds: options.graceSeconds,
     payments: { ...payments, deadLettered: report.deadLettered, inFlight: report.inFlight },
     keys: report.keys,
+    staleCopies: report.staleCopies,
     acquirer,
     events: deps.kafka ? events.counts() : null,
     deadLetters: deps.kafka ? deadLetters.counts() : null,

@@ -18,7 +18,7 @@ export const VIOLATIONS = {
   duplicate_event_ids: 'I3: several distinct event ids for one (payment, event type)',
   wrong_event_id: 'I3: event id is not paymentEventId(payment id, type) (UUIDv5)',
   events_out_of_order:
-    'I3: a result event precedes payment.created, a stale copy of payment.created follows a result, or they sit on different partitions',
+    'I3: a result event precedes payment.created, or they sit on different partitions',
   event_without_payment: 'I2: event on the payments topic for a payment that does not exist',
   malformed_event: 'event on the payments topic without ce_id / ce_type headers or key',
   // I4: charged at most once, settled exactly once
