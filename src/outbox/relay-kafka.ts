@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Config } from '../platform/config.js';
 import {
   createIdempotentProducer,
@@ -64,14 +65,31 @@ export interface RelayProducer {
   close: () => Promise<void>;
 }
 
-export function createRelayProducer(kafka: KafkaClient): RelayProducer {
+/**
+ * A relay's producer. With `transactional` (the relay's), it is a transactional producer under a
+ * transactional id of this RelayProducer's, kept across replacements: the producer that replaces
+ * a discarded one registers the same id, which fences the discarded one and aborts its open
+ * transaction (DESIGN 39); Kafka aborts a transaction left open longer than
+ * `transactionTimeoutMs` (a relay frozen holding one).
+ */
+export function createRelayProducer(
+  kafka: KafkaClient,
+  transactional?: { clientId: string; transactionTimeoutMs: number },
+): RelayProducer {
+  const transactionOptions = transactional && {
+    transactionalId: `${transactional.clientId}-relay-${randomUUID()}`,
+    transactionTimeoutMs: transactional.transactionTimeoutMs,
+  };
   let producer: Producer | undefined;
   let connecting: Promise<Producer> | undefined;
 
   function connected(): Promise<Producer> {
     if (producer) return Promise.resolve(producer);
     connecting ??= (async () => {
-      const fresh = createIdempotentProducer(kafka, { retries: RELAY_KAFKA_OPTIONS.retry.retries });
+      const fresh = createIdempotentProducer(kafka, {
+        retries: RELAY_KAFKA_OPTIONS.retry.retries,
+        ...transactionOptions,
+      });
       try {
         await fresh.connect();
       } catch (error) {

@@ -15,11 +15,14 @@ import { reportAnswers, type KafkaClient } from './kafka-client.js';
  */
 export function createIdempotentProducer(
   kafka: KafkaClient,
-  options: { retries?: number; transactionalId?: string } = {},
+  options: { retries?: number; transactionalId?: string; transactionTimeoutMs?: number } = {},
 ): Producer {
   const producer = kafka.producer({
     idempotent: true,
     ...(options.transactionalId === undefined ? {} : { transactionalId: options.transactionalId }),
+    ...(options.transactionTimeoutMs === undefined
+      ? {}
+      : { transactionTimeout: options.transactionTimeoutMs }),
     maxInFlightRequests: 1,
     allowAutoTopicCreation: false,
     createPartitioner: Partitioners.DefaultPartitioner,
