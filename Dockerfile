@@ -4,7 +4,7 @@
 #   docker run payments-service api|relay|settlement|all|migrate|merchant:create ...
 #
 # NODE_IMAGE is the base of every stage; the official Node 20 image by default. A machine that
-# cannot pull passes a locally built one (this project's CI: .ci/images/README.md). DESIGN 85.
+# cannot pull passes a locally built one (this project's CI: .ci/images/README.md). DESIGN 68.
 ARG NODE_IMAGE=node:20-bookworm-slim
 
 # --- build: all dependencies, TypeScript -> dist/

@@ -54,7 +54,7 @@ export const options = {
   // Each VU storms one payment with PARTS * OVERSHOOT * COPIES (90) requests at once: the
   // contention the invariants are about. Two VUs keep about 180 requests in flight, the order of
   // the payments storm's 200; ten (900 in flight) measure this machine's queue, not the service
-  // (DESIGN 51).
+  // (DESIGN 70).
   scenarios: { refund_storm: perKey(PAYMENTS, { vus: 2, maxDuration: '10m' }) },
   batch: PARTS * OVERSHOOT * COPIES,
   batchPerHost: PARTS * OVERSHOOT * COPIES,

@@ -27,7 +27,7 @@ export interface AdmissionLimitOptions {
  * 503 + Retry-After at once, before its body is read or any dependency is called, so it writes
  * nothing and a retry with the same Idempotency-Key is safe. A flood then costs a counter and a
  * small response per request instead of memory for every request queued behind a slow database
- * (the heap is capped, DESIGN 63). A request leaves the count when its response is sent or its
+ * (the heap is capped, DESIGN 25). A request leaves the count when its response is sent or its
  * connection closes.
  */
 export function admissionLimit(options: AdmissionLimitOptions) {

@@ -23,7 +23,7 @@ export interface JobLetter {
 /**
  * Attempts exhausted: the job is marked dead and its dead letter stored in ONE transaction, then
  * the publisher is woken (dead-letter-store). Kafka is not waited on: a frozen broker holds no
- * slot and no lease, and the letter waits in the database until the topic takes it (DESIGN 30).
+ * slot and no lease, and the letter waits in the database until the topic takes it (DESIGN 49).
  * One letter per job and revival (the dedup key carries the replay token). Returns whether this
  * call stored the letter. Throws LeaseLostError (nothing written) when another claim holds the job.
  */

@@ -23,7 +23,7 @@ export interface DeadLetterProducer {
  * transactional id is this process's, and a failed send (a frozen broker's timeout) drops the
  * producer. The next send's producer registers the same transactional id, which bumps its epoch:
  * the broker aborts the failed transaction, so records of it that a frozen broker appends late
- * are never visible, and the retried letters are the only committed copy (DESIGN 30). The client
+ * are never visible, and the retried letters are the only committed copy (DESIGN 49). The client
  * is the relay's (bounded retries and request timeouts): a send fails, it does not hang.
  */
 export function createDeadLetterProducer(kafka: KafkaClient, clientId: string): DeadLetterProducer {

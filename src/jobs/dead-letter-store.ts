@@ -4,7 +4,7 @@ import type { Logger } from '../platform/logger.js';
 
 /**
  * Dead letters kept in the database until the dead-letter topic has them (migration 0021,
- * DESIGN record 30). A letter is stored in the transaction that gives up on its job (or before
+ * DESIGN record 49). A letter is stored in the transaction that gives up on its job (or before
  * the consumer moves past a poison record) and published afterwards by `createDeadLetterPublisher`
  * with a bounded producer: a broker that does not answer costs one bounded send, the row stays
  * unpublished and is sent again later. Nothing waits on Kafka holding a job, a slot or a

@@ -45,7 +45,7 @@ interface JobColumns {
  * Claims up to `limit` due jobs for `leaseMs` in one statement (FOR UPDATE SKIP LOCKED: two
  * workers never claim the same job) and counts the attempt durably before the work starts. A job
  * that has used `maxAttempts` already is claimed `exhausted` without counting: its worker
- * dead-letters it and never attempts it again, so no path exceeds the limit (DESIGN 45). The
+ * dead-letters it and never attempts it again, so no path exceeds the limit (DESIGN 53). The
  * claim stamps a new owner token on its jobs; a later write that no longer matches it changes
  * nothing and throws LeaseLostError. Returns each job with the joined row (`R`, its columns as
  * named in `join.returning`).

@@ -4,7 +4,7 @@
  * enqueue's idempotency, and the claim joins the resource by that key. Every table has the same
  * job columns (migrations 0006, 0012, 0020): state (pending | dead), attempts, next_attempt_at,
  * locked_until, lease_owner, first_failure_at, last_failure_at, last_error_class, last_error,
- * replay_token, revived_at. All SQL over those columns is in src/jobs/ (DESIGN 86).
+ * replay_token, revived_at. All SQL over those columns is in src/jobs/ (DESIGN 59).
  */
 export type JobKind = 'settlement' | 'refund';
 

@@ -21,7 +21,7 @@ const BEARER = /^bearer +([\x21-\x7e]{1,200})$/i;
 
 /**
  * Authentication and rate limits in front of every merchant route (/payments, its refunds,
- * /refunds), before any payment or refund work (DESIGN 76). Sets `res.locals.merchant`:
+ * /refunds), before any payment or refund work (DESIGN 35). Sets `res.locals.merchant`:
  * 1. The key is checked first: from this process's cache, else one indexed lookup (a string not
  *    shaped like a key, or one looked up in vain within the negative TTL, costs none). A valid
  *    key is never refused for failures, its own or anyone's: not behind a load balancer whose

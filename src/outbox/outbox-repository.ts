@@ -6,7 +6,7 @@ import type { OutboxEvent } from './cloud-event.js';
  * Every statement of the relay is one autocommit statement: the claim is its own short
  * transaction (rows are leased, not held locked while Kafka is called), and so is each mark.
  * Every write after the claim names the claim's owner token: a relay whose lease ran out and
- * whose rows another relay claimed since changes nothing (see DESIGN.md, section 11).
+ * whose rows another relay claimed since changes nothing (see DESIGN.md record 38).
  */
 
 /** An outbox row leased to this relay until its lease ends. */
@@ -60,7 +60,7 @@ export async function claimEvents(db: Queryable, limit: number, leaseMs: number)
   const owner = randomUUID();
   const { rows } = await db.query<ClaimedRow>({
     // Named (prepared once per connection) like every statement the pipeline runs per batch:
-    // parsing and planning them on each call was a fifth of Postgres's time (DESIGN 82).
+    // parsing and planning them on each call was a fifth of Postgres's time (DESIGN 58).
     name: 'outbox.claim-events',
     text: sql`
       UPDATE outbox o

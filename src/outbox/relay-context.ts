@@ -38,7 +38,7 @@ export interface RelayDeps {
   /** Called when a claim came back full: there is a backlog (used to wake sibling workers). */
   onBacklog?: () => void;
   /**
-   * How long before a claim's lease ends its rows are no longer sent (DESIGN 21). Defaults to
+   * How long before a claim's lease ends its rows are no longer sent (DESIGN 38). Defaults to
    * relaySendBoundMs(KAFKA_REQUEST_TIMEOUT_MS), the longest a send can take; must be below
    * RELAY_LEASE_MS. Tests that run relays on leases of a second or less set a smaller one.
    */
@@ -124,7 +124,7 @@ export function createRelayContext(deps: RelayDeps): RelayContext {
 }
 
 /**
- * Rows a relay did not send because their lease was about to end (DESIGN 21): counted in
+ * Rows a relay did not send because their lease was about to end (DESIGN 38): counted in
  * `outbox_lease_ending_unsent_total`, logged the first time and then at most once per interval
  * with how many rows since the last line (the outage-log pattern), never one line per row.
  */

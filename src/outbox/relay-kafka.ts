@@ -30,7 +30,7 @@ const CONNECT_TIMEOUT_MS = 3_000;
  * metadata request (a topic the producer has not sent to yet), (retries + 1) produce requests,
  * and the kafkajs backoff between them (each at most maxRetryTime). 47 s with the 10 s default
  * request timeout. The relay stops sending a claimed batch this long before its lease ends
- * (DESIGN 21), so a send that starts in time is over before another relay can claim the rows.
+ * (DESIGN 38), so a send that starts in time is over before another relay can claim the rows.
  */
 export function relaySendBoundMs(requestTimeoutMs: number): number {
   const { retries, maxRetryTime } = RELAY_KAFKA_OPTIONS.retry;

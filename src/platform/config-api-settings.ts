@@ -71,7 +71,7 @@ export const apiSettings = {
   /**
    * Load shedding: at 1,000 payments/s a request is in flight ~15 ms, so ~15 are; 1,000 leaves
    * room for bursts and storms (k6 refund storm: 900) while a flood behind a slow database
-   * cannot fill the capped heap (DESIGN 63).
+   * cannot fill the capped heap (DESIGN 25).
    */
   HTTP_MAX_IN_FLIGHT: integer(1, 1_000_000)
     .default(1_000)

@@ -32,7 +32,7 @@ export const pipelineSettings = {
    * Jobs in flight per settlement process. A slot is held through the claim, the acquirer call
    * and the grouped completion, so one process settles at most about this many per (acquirer
    * latency + completion time): 16 capped it near 210/s on the 2-core bench machine even with a
-   * zero-latency acquirer (DESIGN 80).
+   * zero-latency acquirer (DESIGN 57).
    */
   SETTLEMENT_CONCURRENCY: integer(1, 1_000)
     .default(64)
@@ -121,7 +121,7 @@ export const pipelineSettings = {
     .describe('Fallback poll of the relay (NOTIFY wakes it at once).'),
   /**
    * Must exceed the longest relay send (relaySendBoundMs: 47 s at the default request timeout),
-   * or the relay refuses to start: a claim is sent only while its lease outlasts a send (DESIGN 21).
+   * or the relay refuses to start: a claim is sent only while its lease outlasts a send (DESIGN 38).
    */
   RELAY_LEASE_MS: integer(100, 3_600_000)
     .default(60_000)

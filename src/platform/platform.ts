@@ -25,7 +25,7 @@ export interface PlatformOptions {
    * Whether this process's roles need Kafka (relay, settlement). When true the admin client is
    * connected at start-up and Kafka is part of readiness; when false (the API alone) Kafka is
    * neither connected nor probed: the API accepts payments through the outbox whether Kafka is
-   * up or not, so a Kafka outage must not take it out of the load balancer (DESIGN 62).
+   * up or not, so a Kafka outage must not take it out of the load balancer (DESIGN 24).
    */
   kafka: boolean;
 }

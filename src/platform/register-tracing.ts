@@ -11,12 +11,12 @@ import { enabledInstrumentations, traceExporterNames } from './tracing-env.js';
  */
 const role = path.basename(path.dirname(process.argv[1] ?? 'service'));
 // Tracing off (no exporter): the SDK is not even loaded, and the service's spans stay the API's
-// no-ops, as without the preload (DESIGN 79).
+// no-ops, as without the preload (DESIGN 80).
 const tracing = await startOrExit(`payments-${role}`);
 const instrumented = enabledInstrumentations(process.env);
 if (tracing !== null && instrumented.length > 0) {
   // Only the instrumented packages go through import-in-the-middle: wrapping every module (the
-  // default) cost 20 MB of the traced API's peak RSS and start-up time, for nothing (DESIGN 79).
+  // default) cost 20 MB of the traced API's peak RSS and start-up time, for nothing (DESIGN 80).
   register('@opentelemetry/instrumentation/hook.mjs', import.meta.url, {
     data: { include: instrumented },
   });

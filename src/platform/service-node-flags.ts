@@ -1,6 +1,6 @@
 /**
  * The Node flags every service process runs with (`npm start*`, `npm run up`, the image's entry
- * point, the fuzzer, chaos, the benchmarks and the tests' role processes), DESIGN 63:
+ * point, the fuzzer, chaos, the benchmarks and the tests' role processes), DESIGN 25:
  *
  * `--max-old-space-size=1024`: a heap limit under 2 GB makes V8 grow the old generation by a
  * factor of about 1.6 after each full collection instead of 4. The API's live heap is about

@@ -100,7 +100,7 @@ export type OtlpProtocol = 'http/protobuf' | 'http/json';
 /**
  * The OTLP protocol for traces: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else
  * OTEL_EXPORTER_OTLP_PROTOCOL, else the spec's default `http/protobuf` (less than half of JSON's bytes
- * per exported trace, DESIGN 79). `grpc` and anything else are refused with one line
+ * per exported trace, DESIGN 80). `grpc` and anything else are refused with one line
  * naming the setting, as every other bad setting is.
  */
 export function otlpProtocol(env: NodeJS.ProcessEnv): OtlpProtocol {

@@ -22,7 +22,7 @@ const SAMPLED_OUT_SPAN = createContextKey('payments-service sampled-out span');
  * The context to run a span's work in. A recording span becomes the active span. A span that
  * is not recording (its trace sampled out, or tracing off) does not: the pg and ioredis
  * instrumentations then find no parent and skip at once, instead of starting a non-recording
- * child for every query and command (most of what 10% sampling cost the API, DESIGN 79). Its
+ * child for every query and command (most of what 10% sampling cost the API, DESIGN 80). Its
  * context stays under a key of ours, so children (inSpan) and what is written on
  * (currentTraceContext: the outbox row's traceparent, sampled flag off) still continue it, and
  * the next hop keeps the same sampling decision.

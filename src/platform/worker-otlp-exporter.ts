@@ -46,7 +46,7 @@ type FromWorker =
   { type: 'exported'; id: number; code: ExportResultCode; error?: string } | { type: 'shut-down' };
 
 /**
- * An OTLP/HTTP span exporter whose network I/O runs on a worker thread (DESIGN 83). The main
+ * An OTLP/HTTP span exporter whose network I/O runs on a worker thread (DESIGN 81). The main
  * thread only serializes each batch (protobuf or JSON, as OTEL_EXPORTER_OTLP_PROTOCOL says) and
  * posts the bytes. Exporting from the request thread cost a third or more of what 10% sampling
  * cost the API: every export's HTTP client request ran through the same Node stream, socket and

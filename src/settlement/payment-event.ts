@@ -43,7 +43,7 @@ export type ParsedEvent =
   /**
    * Unparseable, invalid, or an unknown type: straight to the dead-letter queue, with the
    * envelope's id when it could be read (so `dlq:replay` can put it back once settlement
-   * understands it, record 31).
+   * understands it, record 50).
    */
   | { kind: 'poison'; errorClass: string; message: string; eventId?: string };
 

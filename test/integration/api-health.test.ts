@@ -111,7 +111,7 @@ describe('health endpoints', () => {
   });
 
   it('when the API runs without a Kafka role and Kafka is unreachable, then /readyz is 200 without probing Kafka', async () => {
-    // The API takes payments through the outbox whether Kafka is up or not (DESIGN 62).
+    // The API takes payments through the outbox whether Kafka is up or not (DESIGN 24).
     const apiOnly = await serve({ KAFKA_BROKERS: '127.0.0.1:1' }, { kafka: false });
     try {
       const res = await fetch(apiOnly.internal('/readyz'));

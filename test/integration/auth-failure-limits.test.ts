@@ -11,7 +11,7 @@ import {
 } from '../support/test-api.js';
 
 /**
- * Failed-authentication limits (issue 25, defect 6; DESIGN 76): only failures are counted, per
+ * Failed-authentication limits (issue 25, defect 6; DESIGN 35): only failures are counted, per
  * client address and per presented key prefix, and a valid key is never refused for them. A
  * burst of 3 refilled at 1 a minute: nothing refills while a test runs.
  */

@@ -5,7 +5,7 @@ import { requestWakeups } from '../../src/outbox/outbox-wakeups.js';
 import { createTestDatabase, uniqueTopic, type TestDatabase } from '../support/isolation.js';
 import { insertOutboxEvents } from '../support/outbox-builder.js';
 
-/** The outbox trigger notifies only while a relay asked for it (migration 0016, DESIGN 24). */
+/** The outbox trigger notifies only while a relay asked for it (migration 0016, DESIGN 41). */
 let db: TestDatabase;
 let listener: pg.Client;
 const received: number[] = [];

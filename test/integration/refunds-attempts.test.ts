@@ -16,7 +16,7 @@ import { startTestApi, type TestApi } from '../support/test-api.js';
 
 /**
  * REFUND_MAX_ATTEMPTS (3 here) bounds a refund's acquirer calls whatever fails, as it does a
- * charge's (DESIGN 45): here the completion, after every refund the acquirer approved. The
+ * charge's (DESIGN 53): here the completion, after every refund the acquirer approved. The
  * worker runs as the settlement login and is driven round by round (runOnce); between rounds
  * the job's backoff or lease is fast-forwarded, as if its time had passed.
  */

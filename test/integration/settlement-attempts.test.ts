@@ -99,7 +99,7 @@ describe('settlement attempt limit', () => {
     await eventually('three refused dead-letter publishes', () =>
       Promise.resolve(refused >= 3 ? true : undefined),
     );
-    // Not lost (the dead letter waits in the database, record 30) and not charged again past
+    // Not lost (the dead letter waits in the database, record 49) and not charged again past
     // the limit: the job is dead and holds no lease while Kafka refuses.
     expect(await settlementFacts(db, id)).toMatchObject({
       status: 'processing',

@@ -146,7 +146,7 @@ const BRIEF_ERROR_TABLE: Record<string, string[]> = {
   503: ['service_unavailable'],
 };
 
-/** 400 codes beyond the brief's table: bodies that cannot be read or are not UTF-8 (DESIGN 70). */
+/** 400 codes beyond the brief's table: bodies that cannot be read or are not UTF-8 (DESIGN 26). */
 const INPUT_HARDENING_400 = ['invalid_encoding', 'malformed_body'];
 
 /** Status -> sorted `code` enum of each 4xx/5xx response's problem+json schema. */

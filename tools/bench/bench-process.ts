@@ -71,7 +71,7 @@ export async function startProcess(
 
 /**
  * Node flags for the API process only, from BENCH_API_NODE_ARGS (space-separated), e.g.
- * `--max-semi-space-size=8` to compare memory and throughput of V8 settings (DESIGN 63).
+ * `--max-semi-space-size=8` to compare memory and throughput of V8 settings (DESIGN 25).
  */
 export function apiNodeArgs(): string[] {
   return (process.env.BENCH_API_NODE_ARGS ?? '').split(' ').filter((arg) => arg !== '');

@@ -83,7 +83,7 @@ function accepted(statuses: Record<string, number>): number {
  * new-payment load in turn: `cycles` cycles of one `sliceSeconds` closed-loop slice per variant,
  * the order rotating every cycle, so the machine's drift (a neighbour, the tables growing) falls
  * on each variant alike. The first variant is the reference the costs are measured against
- * (DESIGN 79): throughput per cycle, median over cycles; and each process's CPU over the whole
+ * (DESIGN 80): throughput per cycle, median over cycles; and each process's CPU over the whole
  * run (background work included, whenever it ran) per payment it accepted.
  */
 export async function runInterleaved(

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What row-level security would cost the new-payment path, database side (DESIGN 69).
+# What row-level security would cost the new-payment path, database side (DESIGN 11).
 #
 # pgbench, -M prepared, the service's own new-payment statement (the script bench:api uses) on a
 # scratch database, in rounds (the tables grow, so the runs of a round are compared together):

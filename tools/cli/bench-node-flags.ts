@@ -9,9 +9,9 @@ import { exitOnHelp } from '../support/exit-on-help.js';
 
 /**
  * `npm run bench:node-flags`: the API process under different node flags (V8 heap sizes, say),
- * side by side in interleaved slices (tools/bench/interleaved.ts, DESIGN 79): new payments/s
+ * side by side in interleaved slices (tools/bench/interleaved.ts, DESIGN 80): new payments/s
  * and CPU per payment against the first set, and each process's peak RSS (issue 12's memory
- * target, DESIGN 63). Writes reports/bench-node-flags-<time>.{json,md}.
+ * target, DESIGN 25). Writes reports/bench-node-flags-<time>.{json,md}.
  */
 
 const DEFAULT_SETS = 'none=;semi-space 4 MB=--max-semi-space-size=4;none again (A/A)=';

@@ -20,7 +20,7 @@ const USAGE = `usage: npm run verify -- [--wait <seconds>] [--grace <seconds>] [
 Exit status: 0 no violation, 1 violations found, 2 could not verify.`;
 
 /**
- * `npm run verify`: checks the invariants after any run (DESIGN.md section 13) against the
+ * `npm run verify`: checks the invariants after any run (DESIGN.md record 62) against the
  * database, the acquirer simulator's books and the Kafka topics named by the usual settings
  * (DATABASE_URL, KAFKA_BROKERS, KAFKA_TOPIC_PAYMENTS, KAFKA_TOPIC_DLQ).
  */

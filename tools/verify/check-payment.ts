@@ -31,7 +31,7 @@ export interface PaymentVerdict {
 /**
  * Judges one payment from its database facts and, when the topics were read, its events
  * (`events` undefined = no copy on the topic; `deadLetters` undefined = topics not read).
- * Pure: the rules of DESIGN.md section 13, one violation per broken rule.
+ * Pure: the rules of DESIGN.md record 62, one violation per broken rule.
  */
 export function checkPayment(
   facts: PaymentFacts,

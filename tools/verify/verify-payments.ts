@@ -47,7 +47,7 @@ export interface VerifyReport {
 }
 
 /**
- * Checks the invariants of BRIEF section 3 after a run (DESIGN.md section 13): the database,
+ * Checks the invariants of BRIEF section 3 after a run (DESIGN.md record 62): the database,
  * the acquirer simulator's books, and the payments and dead-letter topics read from the
  * beginning to their current end. Returns every violation found; an empty list means the run
  * kept every invariant this can observe.

@@ -1,6 +1,6 @@
 /**
  * Everything `npm run verify` can find wrong, with the invariant of BRIEF section 3 it breaks.
- * One place for the wording, so the CLI, the tests and DESIGN.md section 13 say the same thing.
+ * One place for the wording, so the CLI, the tests and DESIGN.md record 62 say the same thing.
  */
 export const VIOLATIONS = {
   // I1 / I6: one payment per (merchant, Idempotency-Key)

@@ -42,7 +42,7 @@ export function startSettlement(
   // Dead letters go out through a bounded, transactional producer of their own (the relay's
   // patience: a send fails within seconds when the broker is down or frozen, and the producer is
   // replaced after a failure, fencing the failed transaction); until the topic takes them they
-  // wait in the database (DESIGN record 30).
+  // wait in the database (DESIGN record 49).
   const deadLetterProducer = createDeadLetterProducer(
     createRelayKafka(config, logger),
     config.KAFKA_CLIENT_ID,
