@@ -131,25 +131,6 @@ export async function markPublished(
 }
 
 /**
- * Whether `owner` still holds the lease of every row in `ids` (not run out, not taken by another
- * claim): the relay asks after its records were appended, before it commits them (publish-batch).
- */
-export async function holdsLease(
-  db: Queryable,
-  owner: string,
-  ids: readonly string[],
-): Promise<boolean> {
-  const { rows } = await db.query<{ held: number }>({
-    name: 'outbox.holds-lease',
-    text: sql`
-      SELECT count(*)::int AS held FROM outbox
-       WHERE id = ANY($1::bigint[]) AND lease_owner = $2 AND locked_until > now()`,
-    values: [ids, owner],
-  });
-  return rows[0]?.held === ids.length;
-}
-
-/**
  * Gives leases back without counting an attempt: the rows were never refused, Kafka was
  * unreachable. `reason` is kept in last_error so an operator sees why rows wait. Only rows
  * `owner` still holds; returns how many it released.

@@ -23,9 +23,6 @@ export interface PublishOutcome {
 /** The rows to send and the instant (performance.now()) from which they must not be sent. */
 type SendableClaim = Pick<RelayClaim, 'events' | 'sendBy'>;
 
-/** Whether the claim still holds the lease of these rows (outbox-repository's holdsLease). */
-export type HoldsLease = (events: readonly ClaimedEvent[]) => Promise<boolean>;
-
 /**
  * Publishes claimed rows (see sendSplitting), each traced row under a PRODUCER span (see
  * startPublishSpans); never throws.
@@ -33,7 +30,6 @@ export type HoldsLease = (events: readonly ClaimedEvent[]) => Promise<boolean>;
 export async function publishBatch(
   producer: RelayProducer,
   claim: SendableClaim,
-  holdsLease: HoldsLease,
 ): Promise<PublishOutcome> {
   const outcome: PublishOutcome = {
     acked: [],
@@ -44,8 +40,7 @@ export async function publishBatch(
   };
   const { events } = claim;
   const spans = startPublishSpans(events);
-  if (events.length > 0)
-    await sendSplitting({ producer, sendBy: claim.sendBy, holdsLease }, events, outcome);
+  if (events.length > 0) await sendSplitting(producer, claim.sendBy, events, outcome);
   outcome.ackedAt = Date.now();
   endPublishSpans(spans, outcome);
   return outcome;
@@ -54,22 +49,11 @@ export async function publishBatch(
 /** Thrown instead of sending once the claim's send deadline has passed. */
 class LeaseEnding extends Error {}
 
-/** What every send of one claim needs: the producer, its deadline, its lease check. */
-interface SendContext {
-  producer: RelayProducer;
-  sendBy: number;
-  holdsLease: HoldsLease;
-}
-
-/**
- * Sends the events in one Kafka transaction and commits it only if the claim still holds their
- * lease AFTER the broker appended them. The check before the send keeps a claim from starting a
- * send its lease may not outlast; the check after the append is the fence that holds across a
- * pause (DESIGN 39): records appended before it sit before any copy another relay sends once the
- * lease ended, and a relay frozen between its first check and the append (SIGSTOP, a VM pause)
- * finds its lease gone and aborts, so its late records are never read committed.
- */
-async function sendEvents(send: SendContext, events: readonly ClaimedEvent[]): Promise<void> {
+async function sendEvents(
+  producer: RelayProducer,
+  sendBy: number,
+  events: readonly ClaimedEvent[],
+): Promise<void> {
   const byTopic = new Map<string, ReturnType<typeof toKafkaRecord>[]>();
   for (const event of events) {
     const records = byTopic.get(event.topic) ?? [];
@@ -77,18 +61,11 @@ async function sendEvents(send: SendContext, events: readonly ClaimedEvent[]): P
     byTopic.set(event.topic, records);
   }
   const batches = [...byTopic].map(([topic, records]) => ({ topic, records }));
-  const connected = await send.producer.connected();
-  if (performance.now() >= send.sendBy) throw new LeaseEnding('lease ending');
-  const transaction = await connected.transaction();
-  await publish(transaction, batches);
-  if (!(await send.holdsLease(events))) {
-    // Aborted here, or, if the broker does not answer, by the next producer's registration.
-    await transaction.abort().catch(() => {
-      send.producer.discard();
-    });
-    throw new LeaseEnding('lease lost before the commit');
-  }
-  await transaction.commit();
+  const connected = await producer.connected();
+  // The fence: checked after any reconnect and right before the records leave, for every send
+  // (a halved batch's later halves included). Nothing is awaited between here and the send.
+  if (performance.now() >= sendBy) throw new LeaseEnding('lease ending');
+  await publish(connected, batches);
 }
 
 /**
@@ -99,12 +76,13 @@ async function sendEvents(send: SendContext, events: readonly ClaimedEvent[]): P
  * the claim's send deadline passed (the rest of the batch is then unsent, or lease-ending).
  */
 async function sendSplitting(
-  send: SendContext,
+  producer: RelayProducer,
+  sendBy: number,
   events: ClaimedEvent[],
   outcome: PublishOutcome,
 ): Promise<'sent' | 'stopped'> {
   try {
-    await sendEvents(send, events);
+    await sendEvents(producer, sendBy, events);
     outcome.acked.push(...events);
     return 'sent';
   } catch (error) {
@@ -112,7 +90,7 @@ async function sendSplitting(
       outcome.leaseEnding.push(...events);
       return 'stopped';
     }
-    send.producer.discard();
+    producer.discard();
     const [only] = events;
     if (!isRecordRejected(error)) {
       outcome.unsent.push(...events);
@@ -124,13 +102,13 @@ async function sendSplitting(
       return 'sent';
     }
     const half = Math.ceil(events.length / 2);
-    if ((await sendSplitting(send, events.slice(0, half), outcome)) === 'stopped') {
+    if ((await sendSplitting(producer, sendBy, events.slice(0, half), outcome)) === 'stopped') {
       const rest = events.slice(half);
       if (outcome.unavailable === undefined) outcome.leaseEnding.push(...rest);
       else outcome.unsent.push(...rest);
       return 'stopped';
     }
-    return sendSplitting(send, events.slice(half), outcome);
+    return sendSplitting(producer, sendBy, events.slice(half), outcome);
   }
 }
 

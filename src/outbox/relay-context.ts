@@ -20,7 +20,7 @@ export type RelayConfig = Pick<
   | 'RELAY_MAX_ATTEMPTS'
   | 'OUTBOX_RETENTION_SECONDS'
 > &
-  Partial<Pick<Config, 'OUTAGE_LOG_INTERVAL_MS' | 'KAFKA_REQUEST_TIMEOUT_MS' | 'KAFKA_CLIENT_ID'>>;
+  Partial<Pick<Config, 'OUTAGE_LOG_INTERVAL_MS' | 'KAFKA_REQUEST_TIMEOUT_MS'>>;
 
 export interface RelayDeps {
   /** Every statement is one autocommit statement, so the pool itself is enough. */
@@ -110,10 +110,7 @@ export function createRelayContext(deps: RelayDeps): RelayContext {
     db: deps.db,
     logger: deps.logger,
     config: deps.config,
-    producer: createRelayProducer(deps.kafka, {
-      clientId: deps.config.KAFKA_CLIENT_ID ?? 'payments-service',
-      transactionTimeoutMs: deps.config.RELAY_LEASE_MS,
-    }),
+    producer: createRelayProducer(deps.kafka),
     retryDelayMs: deps.retryDelayMs ?? defaultRetryDelayMs,
     random: deps.random ?? Math.random,
     afterPublish: deps.afterPublish,

@@ -66,18 +66,18 @@ export interface RelayProducer {
 }
 
 /**
- * A relay's producer. With `transactional` (the relay's), it is a transactional producer under a
- * transactional id of this RelayProducer's, kept across replacements: the producer that replaces
- * a discarded one registers the same id, which fences the discarded one and aborts its open
- * transaction (DESIGN 39); Kafka aborts a transaction left open longer than
- * `transactionTimeoutMs` (a relay frozen holding one).
+ * A relay's producer, connected on demand and replaced after a failed send. With `transactional`
+ * (the dead letters' producer, DESIGN 49) it is a transactional producer under a transactional id
+ * of this RelayProducer's, kept across replacements: the producer that replaces a discarded one
+ * registers the same id, which fences the discarded one and aborts its open transaction; Kafka
+ * aborts a transaction left open longer than `transactionTimeoutMs`.
  */
 export function createRelayProducer(
   kafka: KafkaClient,
   transactional?: { clientId: string; transactionTimeoutMs: number; purpose?: string },
 ): RelayProducer {
   const transactionOptions = transactional && {
-    transactionalId: `${transactional.clientId}-${transactional.purpose ?? 'relay'}-${randomUUID()}`,
+    transactionalId: `${transactional.clientId}-${transactional.purpose ?? 'producer'}-${randomUUID()}`,
     transactionTimeoutMs: transactional.transactionTimeoutMs,
   };
   let producer: Producer | undefined;

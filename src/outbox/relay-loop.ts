@@ -7,7 +7,7 @@ import { purgePublished, releaseEvents } from './outbox-repository.js';
 import { createWakeupPolicy, requestWakeups } from './outbox-wakeups.js';
 import { publishBatch } from './publish-batch.js';
 import type { RelayClaim, RelayContext } from './relay-context.js';
-import { claimBatch, claimIfKafka, leaseCheck, recordPublishOutcome } from './relay-round.js';
+import { claimBatch, claimIfKafka, recordPublishOutcome } from './relay-round.js';
 
 /** Ceiling of the first pause after an iteration failed on Kafka or Postgres. */
 const FIRST_BACKOFF_MS = 250;
@@ -106,7 +106,7 @@ async function drainOutbox(ctx: RelayContext, handBack: () => boolean): Promise<
       prefetched = errorAsValue(handBack() ? Promise.resolve(NO_CLAIM) : claimBatch(ctx));
       // A claim is sent only while its lease has the margin left (checked before every send):
       // a prefetched batch that waited too long behind a slow send is given back, not sent.
-      const outcome = await publishBatch(ctx.producer, claim, leaseCheck(ctx, claim));
+      const outcome = await publishBatch(ctx.producer, claim);
       await marking; // one batch being marked at a time
       marking = recordPublishOutcome(ctx, claim, outcome);
       // Awaited on the next turn or below; until then a rejection must not count as unhandled.

@@ -1,12 +1,11 @@
 import { outboxMetrics } from './outbox-metrics.js';
 import {
   claimEvents,
-  holdsLease,
   markPublished,
   recordFailedAttempt,
   releaseEvents,
 } from './outbox-repository.js';
-import { publishBatch, type HoldsLease, type PublishOutcome } from './publish-batch.js';
+import { publishBatch, type PublishOutcome } from './publish-batch.js';
 import {
   emptyRelayRunResult,
   type RelayClaim,
@@ -22,21 +21,7 @@ import {
 export async function runOnce(ctx: RelayContext): Promise<RelayRunResult> {
   const claim = await claimIfKafka(ctx);
   if (!claim) return { ...emptyRelayRunResult(0), kafkaUnavailable: true };
-  return recordPublishOutcome(
-    ctx,
-    claim,
-    await publishBatch(ctx.producer, claim, leaseCheck(ctx, claim)),
-  );
-}
-
-/** The claim's lease check after its records were appended (publish-batch's fence). */
-export function leaseCheck(ctx: RelayContext, claim: RelayClaim): HoldsLease {
-  return (events) =>
-    holdsLease(
-      ctx.db,
-      claim.owner,
-      events.map((event) => event.id),
-    );
+  return recordPublishOutcome(ctx, claim, await publishBatch(ctx.producer, claim));
 }
 
 /** Leases the next batch under a fresh owner token. */
