@@ -156,13 +156,14 @@ export const paymentSchema = z
 
 export type PaymentResource = z.infer<typeof paymentSchema>;
 
-export const paymentListSchema = z
-  .object({
-    object: z.literal('list'),
-    data: z.array(paymentSchema),
-    has_more: z.boolean(),
-  })
-  .meta({ id: 'PaymentList' });
+/** A page of a list route: `{ object: 'list', data, has_more }`, named `id` in the document. */
+export function listPageSchema<T extends z.ZodType>(item: T, id: string) {
+  return z
+    .object({ object: z.literal('list'), data: z.array(item), has_more: z.boolean() })
+    .meta({ id });
+}
+
+export const paymentListSchema = listPageSchema(paymentSchema, 'PaymentList');
 
 export const MAX_LIST_LIMIT = 100;
 

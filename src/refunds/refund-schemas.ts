@@ -1,5 +1,10 @@
 import { z } from 'zod';
-import { listLimitSchema, MAX_AMOUNT, SUPPORTED_CURRENCIES } from '../payments/payment-schemas.js';
+import {
+  listLimitSchema,
+  listPageSchema,
+  MAX_AMOUNT,
+  SUPPORTED_CURRENCIES,
+} from '../payments/payment-schemas.js';
 
 /** The request and response schemas of the refunds API (validation and OpenAPI). */
 
@@ -52,13 +57,7 @@ export const refundSchema = z
 
 export type RefundResource = z.infer<typeof refundSchema>;
 
-export const refundListSchema = z
-  .object({
-    object: z.literal('list'),
-    data: z.array(refundSchema),
-    has_more: z.boolean(),
-  })
-  .meta({ id: 'RefundList' });
+export const refundListSchema = listPageSchema(refundSchema, 'RefundList');
 
 export const listRefundsQuerySchema = z.strictObject({
   limit: listLimitSchema,
