@@ -2,12 +2,18 @@ import type { QueryConfig } from 'pg';
 import { Counter, Gauge } from 'prom-client';
 import type { Queryable } from '../platform/db.js';
 import { metricsRegistry } from '../platform/metrics.js';
-import type { JobKind } from './lease-lost.js';
+import {
+  CLAIMABLE_AT,
+  REFUND_JOBS,
+  SETTLEMENT_JOBS,
+  type JobKind,
+  type JobTable,
+} from './job-table.js';
 
 /** Each kind's job table: rows are `pending` (waiting for or between attempts) or `dead`. */
-const JOB_TABLES: Readonly<Record<JobKind, string>> = {
-  settlement: 'settlement_jobs',
-  refund: 'refund_jobs',
+const JOB_TABLES: Readonly<Record<JobKind, JobTable>> = {
+  settlement: SETTLEMENT_JOBS,
+  refund: REFUND_JOBS,
 };
 
 /** Every kind of job, each reported from the start. */
@@ -104,8 +110,7 @@ const statsQuery = (table: string): QueryConfig & { query_timeout: number } => (
                   ::float8 AS oldest_ready_age_seconds
            FROM (SELECT state, claimable_at, state = 'pending' AND claimable_at <= now() AS ready
                    FROM (SELECT state,
-                                greatest(next_attempt_at, coalesce(locked_until, next_attempt_at))
-                                  AS claimable_at
+                                ${CLAIMABLE_AT} AS claimable_at
                            FROM ${table}) t) j`,
   query_timeout: JOB_PROBE_TIMEOUT_MS,
 });
@@ -145,9 +150,9 @@ async function readAll(): Promise<void> {
 }
 
 async function readTable(db: Queryable, kind: JobKind): Promise<JobTableStats> {
-  const { rows } = await db.query<JobTableStats>(statsQuery(JOB_TABLES[kind]));
+  const { rows } = await db.query<JobTableStats>(statsQuery(JOB_TABLES[kind].table));
   const [row] = rows;
-  if (!row) throw new Error(`${JOB_TABLES[kind]}: the stats query returned no row`);
+  if (!row) throw new Error(`${JOB_TABLES[kind].table}: the stats query returned no row`);
   return row;
 }
 

@@ -3,8 +3,6 @@ import type { Logger } from '../platform/logger.js';
 import { metricsRegistry } from '../platform/metrics.js';
 import type { JobKind } from './job-table.js';
 
-export type { JobKind };
-
 /** The writes a worker makes on a job it claimed. */
 export type JobWrite = 'complete' | 'retry' | 'failure' | 'dead';
 

@@ -74,10 +74,10 @@ export interface RelayProducer {
  */
 export function createRelayProducer(
   kafka: KafkaClient,
-  transactional?: { clientId: string; transactionTimeoutMs: number; purpose?: string },
+  transactional?: { clientId: string; transactionTimeoutMs: number; purpose: string },
 ): RelayProducer {
   const transactionOptions = transactional && {
-    transactionalId: `${transactional.clientId}-${transactional.purpose ?? 'producer'}-${randomUUID()}`,
+    transactionalId: `${transactional.clientId}-${transactional.purpose}-${randomUUID()}`,
     transactionTimeoutMs: transactional.transactionTimeoutMs,
   };
   let producer: Producer | undefined;

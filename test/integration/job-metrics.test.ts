@@ -8,7 +8,7 @@ import {
   JOB_PROBE_TIMEOUT_MS,
   registerJobProbes,
 } from '../../src/jobs/job-metrics.js';
-import type { JobKind } from '../../src/jobs/lease-lost.js';
+import type { JobKind } from '../../src/jobs/job-table.js';
 import type { Queryable } from '../../src/platform/db.js';
 import { metricsRegistry } from '../../src/platform/metrics.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
