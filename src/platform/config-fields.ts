@@ -92,3 +92,31 @@ export const trustProxySetting = z
     message: `must be false, true, a hop count (1-${MAX_PROXY_HOPS}) or a comma-separated list of IP addresses, CIDR ranges, loopback, linklocal or uniquelocal`,
   })
   .transform((value): TrustProxy => parseTrustProxy(value) ?? false);
+
+/** `10.0.0.0/8,::1/128`: IP networks with their prefix length; empty lists none. */
+export const networkList = z
+  .string()
+  .transform((value) =>
+    value
+      .split(',')
+      .map((entry) => entry.trim())
+      .filter((entry) => entry !== ''),
+  )
+  .pipe(
+    z.array(
+      z.string().refine(
+        (entry) => {
+          const [address = '', bits, ...rest] = entry.split('/');
+          const family = isIP(address);
+          return (
+            family !== 0 &&
+            rest.length === 0 &&
+            bits !== undefined &&
+            /^\d{1,3}$/.test(bits) &&
+            Number(bits) <= (family === 4 ? 32 : 128)
+          );
+        },
+        { message: 'each entry must be a network like 127.0.0.0/8 or ::1/128' },
+      ),
+    ),
+  );

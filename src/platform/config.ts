@@ -4,6 +4,7 @@ import { apiSettings } from './config-api-settings.js';
 import { connectionSettings } from './config-connection-settings.js';
 import { ConfigError } from './config-error.js';
 import { pipelineSettings } from './config-pipeline-settings.js';
+import { webhookSettings } from './config-webhook-settings.js';
 
 export { ConfigError };
 
@@ -18,6 +19,7 @@ export const configSchema = z.object({
   ...connectionSettings,
   ...apiSettings,
   ...pipelineSettings,
+  ...webhookSettings,
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -30,7 +32,7 @@ export const FILE_SETTINGS = ['DATABASE_URL', 'REDIS_URL'] as const;
 
 /**
  * The development stack's own user:password pairs (scripts/stack.sh, docker-compose.yml, the
- * defaults above): the owner and the three per-process logins (scripts/db/create-roles.sql,
+ * defaults above): the owner and the four per-process logins (scripts/db/create-roles.sql,
  * password = name). Anyone who read this repository knows them, so production refuses them.
  */
 export const BUILT_IN_CREDENTIALS: readonly string[] = [
@@ -38,6 +40,7 @@ export const BUILT_IN_CREDENTIALS: readonly string[] = [
   'payments_api:payments_api',
   'payments_relay:payments_relay',
   'payments_settlement:payments_settlement',
+  'payments_webhooks:payments_webhooks',
 ];
 
 /**
@@ -108,6 +111,13 @@ function checkJobLeases(config: Config): void {
         `must exceed ACQUIRER_TIMEOUT_MS + DATABASE_QUERY_TIMEOUT_MS (${String(config.ACQUIRER_TIMEOUT_MS)} + ${String(config.DATABASE_QUERY_TIMEOUT_MS)} = ${String(attemptMs)} ms), one attempt's longest run (got ${String(config[name])})`,
       );
     }
+  }
+  const deliveryMs = config.WEBHOOK_TIMEOUT_MS + config.DATABASE_QUERY_TIMEOUT_MS;
+  if (config.WEBHOOK_LEASE_MS <= deliveryMs) {
+    throw new ConfigError(
+      'WEBHOOK_LEASE_MS',
+      `must exceed WEBHOOK_TIMEOUT_MS + DATABASE_QUERY_TIMEOUT_MS (${String(config.WEBHOOK_TIMEOUT_MS)} + ${String(config.DATABASE_QUERY_TIMEOUT_MS)} = ${String(deliveryMs)} ms), one delivery's longest run (got ${String(config.WEBHOOK_LEASE_MS)})`,
+    );
   }
 }
 
