@@ -10,4 +10,5 @@ psql -X -v ON_ERROR_STOP=1 --username "$POSTGRES_USER" --dbname postgres \
   -v api_password="${PAYMENTS_API_PASSWORD:-payments_api}" \
   -v relay_password="${PAYMENTS_RELAY_PASSWORD:-payments_relay}" \
   -v settlement_password="${PAYMENTS_SETTLEMENT_PASSWORD:-payments_settlement}" \
+  -v webhooks_password="${PAYMENTS_WEBHOOKS_PASSWORD:-payments_webhooks}" \
   -f /payments-db/create-roles.sql
