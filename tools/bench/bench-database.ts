@@ -6,7 +6,7 @@ import type { Logger } from '../../src/platform/logger.js';
 import { migrateUp } from '../../src/platform/migrate.js';
 import { deleteKeys } from './measure-pipeline.js';
 import { roleDatabaseUrl } from '../support/role-database-url.js';
-import { createScratchDatabase } from '../support/scratch-database.js';
+import { createScratchDatabase, dropScratchDatabaseOrReport } from '../support/scratch-database.js';
 
 /** A migrated scratch database with one merchant on the bench tier, for an API under load. */
 export interface BenchDatabase {
@@ -35,7 +35,9 @@ export async function openBenchDatabase(
   const close = async () => {
     await deleteKeys(config, logger, redisPrefix);
     await pool.end();
-    await scratch.drop();
+    await dropScratchDatabaseOrReport(scratch, (line) => {
+      logger.warn(line);
+    });
   };
   try {
     await migrateUp(scratch.url, logger);

@@ -9,7 +9,7 @@ import type { Logger } from '../../src/platform/logger.js';
 import { migrateUp } from '../../src/platform/migrate.js';
 import { closeRedis, createRedis, type Redis } from '../../src/platform/redis.js';
 import { roleDatabaseUrl, type ServiceRole } from '../support/role-database-url.js';
-import { createScratchDatabase } from '../support/scratch-database.js';
+import { createScratchDatabase, dropScratchDatabaseOrReport } from '../support/scratch-database.js';
 import { deleteKeysWithPrefix } from '../support/delete-keys-with-prefix.js';
 import { apiNodeArgs, peakRssMb, serviceEntry, startProcess } from './bench-process.js';
 import { backlogTrend, sampleBacklog, type BacklogTrend } from './backlog.js';
@@ -225,7 +225,7 @@ export async function measurePipeline(
     await kafkaAdmin.deleteTopics({ topics: [topics.payments, topics.dlq] }).catch(() => undefined);
     await kafkaAdmin.disconnect();
     await deleteKeys(base, logger, `bench:${suffix}:`);
-    await scratch.drop();
+    await dropScratchDatabaseOrReport(scratch, say);
   }
 }
 

@@ -18,7 +18,7 @@ import { createLogger } from '../../src/platform/logger.js';
 import { migrateUp } from '../../src/platform/migrate.js';
 import { percentile } from '../bench/percentile.js';
 import { readAllEvents } from '../support/read-all-events.js';
-import { createScratchDatabase } from '../support/scratch-database.js';
+import { createScratchDatabase, dropScratchDatabaseOrReport } from '../support/scratch-database.js';
 import { exitOnHelp } from '../support/exit-on-help.js';
 
 /**
@@ -295,7 +295,7 @@ async function main(): Promise<void> {
       .catch(() => undefined);
     await kafkaAdmin.disconnect();
     await pool.end();
-    await scratch.drop();
+    await dropScratchDatabaseOrReport(scratch, say);
   }
 }
 

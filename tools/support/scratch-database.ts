@@ -39,20 +39,62 @@ export async function createScratchDatabase(
   };
 }
 
+/** How long a drop waits for the database's sessions to end and retries a refused FORCE. */
+const DROP_PATIENCE_MS = 60_000;
+
 export async function dropScratchDatabase(serverUrl: string, name: string): Promise<void> {
-  // WITH (FORCE) run by a non-superuser fails with 42501 when an autovacuum worker happens to be
-  // in the database (Postgres 15 checks the right to signal it like a user's backend). The
-  // worker is done with a scratch database within moments: try again a few times.
-  for (let attempt = 1; ; attempt++) {
+  // WITH (FORCE) run by the owner (not a superuser) fails with 42501 while a session of another
+  // login is still in the database: a role process of a bench step still exiting (its pool
+  // closes with it), or an autovacuum worker. Postgres 15 checks the right to signal those
+  // backends like a user's. Such sessions end on their own within moments, a heavy bench step's
+  // processes within seconds: wait for them, then drop, and retry a refusal for up to a minute
+  // (a 2 s retry once lost a whole `npm run bench`, issue 29).
+  const deadline = Date.now() + DROP_PATIENCE_MS;
+  await withAdmin(serverUrl, (admin) => waitForOtherSessions(admin, name, deadline));
+  for (;;) {
     try {
       await withAdmin(serverUrl, (admin) =>
         admin.query(`DROP DATABASE IF EXISTS ${identifier(name)} WITH (FORCE)`),
       );
       return;
     } catch (error) {
-      if ((error as { code?: unknown }).code !== '42501' || attempt >= 10) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      if ((error as { code?: unknown }).code !== '42501' || Date.now() >= deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 250));
     }
+  }
+}
+
+/**
+ * For finally blocks of tools whose figures are already measured: a drop that still fails is
+ * reported (the database is left for the next run's cleanup) instead of discarding the results.
+ */
+export async function dropScratchDatabaseOrReport(
+  scratch: Pick<ScratchDatabase, 'name' | 'drop'>,
+  report: (line: string) => void,
+): Promise<void> {
+  try {
+    await scratch.drop();
+  } catch (error) {
+    report(
+      `could not drop scratch database ${scratch.name} (left behind, drop it by hand): ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+}
+
+/** Waits (until `deadline`) while sessions other than this one are connected to `name`. */
+async function waitForOtherSessions(
+  admin: pg.Client,
+  name: string,
+  deadline: number,
+): Promise<void> {
+  while (Date.now() < deadline) {
+    const { rows } = await admin.query<{ sessions: number }>(
+      `SELECT count(*)::int AS sessions FROM pg_stat_activity
+        WHERE datname = $1 AND pid <> pg_backend_pid() AND backend_type = 'client backend'`,
+      [name],
+    );
+    if ((rows[0]?.sessions ?? 0) === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
 
