@@ -92,6 +92,12 @@ export interface PipelineSettings {
   warmUpSeconds: number;
   /** Longest wait for the pipeline to settle a step's payments before measuring them. */
   drainTimeoutMs: number;
+  /** Called with each step as soon as it is measured (the report keeps it if a later one fails). */
+  onStep?: (step: {
+    label: 'fixed-rate' | 'sweep';
+    rate: number;
+    result: unknown;
+  }) => Promise<void>;
 }
 
 /**
@@ -194,12 +200,15 @@ export async function measurePipeline(
     });
     const started = performance.now();
     const main = await step(settings.settleRate, settings.settleSeconds);
+    await settings.onStep?.({ label: 'fixed-rate', rate: settings.settleRate, result: main });
     const wallSeconds = Math.round((performance.now() - started) / 100) / 10;
     const cpuSeconds = await cpu();
     const sweep: SweepStep[] = [];
     for (const rate of settings.sweepRates) {
       say(`sweep: ${rate} payments/s for ${settings.sweepSeconds} s`);
-      sweep.push({ rate, ...(await step(rate, settings.sweepSeconds)) });
+      const measured = { rate, ...(await step(rate, settings.sweepSeconds)) };
+      sweep.push(measured);
+      await settings.onStep?.({ label: 'sweep', rate, result: measured });
     }
     const { rows } = await pool.query<{ rows: number; bytes: string }>(
       `SELECT count(*)::int AS rows, pg_total_relation_size('outbox')::text AS bytes FROM outbox`,

@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -460,19 +460,31 @@ async function main(): Promise<void> {
   await run('bash', [path.join(ROOT, 'scripts/stack.sh'), 'start'], { maxBuffer: 16 << 20 });
   await mkdir(path.join(ROOT, 'reports'), { recursive: true });
   if (PIPELINE_ONLY) return pipelineOnly(config, logger, started, before);
+  const stamp = started.toISOString().replaceAll(':', '-').slice(0, 19);
+  const base = path.join(ROOT, 'reports', `bench-${stamp}`);
+  // Each part's figures are written as soon as they are measured (issue 29): a later part that
+  // fails leaves the earlier ones in reports/bench-<time>.partial.json.
+  const measured: Record<string, unknown> = { date: started.toISOString(), complete: false };
+  const keep = async (part: string, figures: unknown) => {
+    measured[part] = figures;
+    await writeFile(`${base}.partial.json`, JSON.stringify(measured, null, 2));
+  };
 
   say('bench:api (new payments vs pgbench, replays vs bare Express, RSS)');
   const existing = new Set(await readdir(path.join(ROOT, 'reports')));
   await runBench('cli/bench-api.js');
   const api = JSON.parse(await newestReport('bench-api-', existing)) as ApiReport;
+  await keep('api', api);
 
   say('bench:relay (outbox lag at 500/s, drain vs raw sendBatch)');
   const relayOut = await runBench('cli/bench-relay.js');
   const relay = JSON.parse(relayOut.trim().split('\n').at(-1) ?? '{}') as RelayReport;
+  await keep('relay', relay);
 
   say('bench:tracing (tracing off and 10% sampled against the untraced API, interleaved)');
   await runBench('cli/bench-tracing.js', QUICK ? { BENCH_TRACING_CYCLES: '12' } : {});
   const tracing = JSON.parse(await newestReport('bench-tracing-', existing)) as TracingReport;
+  await keep('tracing', tracing);
 
   const peak = api.newPayments.perSecond;
   const pipeline = await measurePipeline(
@@ -484,6 +496,10 @@ async function main(): Promise<void> {
       sweepRates: SWEEP_FRACTIONS.map((fraction) => Math.max(10, Math.round(peak * fraction))),
       sweepSeconds: SWEEP_SECONDS,
       drainTimeoutMs: 120_000,
+      onStep: async ({ label, rate, result }) => {
+        const steps = (measured.pipelineSteps as unknown[] | undefined) ?? [];
+        await keep('pipelineSteps', [...steps, { label, rate, result }]);
+      },
     },
     logger,
     say,
@@ -491,8 +507,6 @@ async function main(): Promise<void> {
   const after = await machineConditions();
 
   const table = [...rows(api, relay, pipeline), ...tracingRows(tracing)];
-  const stamp = started.toISOString().replaceAll(':', '-').slice(0, 19);
-  const base = path.join(ROOT, 'reports', `bench-${stamp}`);
   const conditions = {
     cores: os.cpus().length,
     cpu: os.cpus()[0]?.model ?? 'unknown',
@@ -565,6 +579,7 @@ async function main(): Promise<void> {
     ),
   );
   await writeFile(`${base}.svg`, chart(api, pipeline));
+  await rm(`${base}.partial.json`, { force: true });
   const png = await run('rsvg-convert', ['-o', `${base}.png`, `${base}.svg`]).then(
     () => true,
     () => false,
