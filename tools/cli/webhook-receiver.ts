@@ -1,0 +1,110 @@
+import { readFileSync, statSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { UsageError } from '../../src/cli/run-cli.js';
+import { startWebhookReceiver, type ReceiverMode } from '../webhooks/receiver.js';
+
+const USAGE = `usage: npm run webhooks:receiver -- --receipts <file> [--port <n>] [--host <address>]
+                         [--secret <whsec_...>]... [--secrets-file <file>] [--mode <mode>]
+  --receipts      write one JSON line per request here (read by npm run verify --webhook-receipts)
+  --port          port to listen on (default 0: any free one; the URL is printed)
+  --host          address to listen on (default 127.0.0.1)
+  --secret        a signing secret to verify with (repeatable)
+  --secrets-file  one secret per line, read again whenever the file changes (k6/run.sh writes
+                  the secret shown at the endpoint's creation there)
+  --mode          ok (default) | fail-first:<n> | fail-for:<seconds> | hang-for:<seconds> | gone
+Prints {"msg":"webhook receiver listening","origin":...} and runs until SIGTERM or SIGINT.`;
+
+/** `npm run webhooks:receiver`: a webhook endpoint that verifies and records (tools/webhooks). */
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      receipts: { type: 'string' },
+      port: { type: 'string', default: '0' },
+      host: { type: 'string', default: '127.0.0.1' },
+      secret: { type: 'string', multiple: true, default: [] },
+      'secrets-file': { type: 'string' },
+      mode: { type: 'string', default: 'ok' },
+      help: { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  if (!values.receipts) throw new UsageError('--receipts is required');
+  if (!/^\d+$/.test(values.port) || Number(values.port) > 65535)
+    throw new UsageError('--port must be a port number');
+  const fixed = values.secret;
+  const secretsFile = values['secrets-file'];
+  const receiver = await startWebhookReceiver({
+    receiptsFile: values.receipts,
+    host: values.host,
+    port: Number(values.port),
+    mode: parseMode(values.mode),
+    secrets: fixed,
+    ...(secretsFile ? { loadSecrets: secretsFromFile(secretsFile, fixed) } : {}),
+  });
+  process.stdout.write(
+    `${JSON.stringify({ msg: 'webhook receiver listening', origin: receiver.origin, port: receiver.port })}\n`,
+  );
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+  });
+  await receiver.close();
+}
+
+function parseMode(text: string): ReceiverMode {
+  const [kind, value = ''] = text.split(':', 2);
+  const number = (what: string) => {
+    if (!/^\d+(\.\d+)?$/.test(value))
+      throw new UsageError(`--mode ${kind}:<${what}> needs a number`);
+    return Number(value);
+  };
+  switch (kind) {
+    case 'ok':
+      return { kind: 'ok' };
+    case 'gone':
+      return { kind: 'gone' };
+    case 'fail-first':
+      return { kind: 'fail-first', attempts: number('attempts') };
+    case 'fail-for':
+      return { kind: 'fail-until', until: new Date(Date.now() + number('seconds') * 1000) };
+    case 'hang-for':
+      return { kind: 'hang', until: new Date(Date.now() + number('seconds') * 1000) };
+    default:
+      throw new UsageError(`--mode must be ok, fail-first:<n>, fail-for:<s>, hang-for:<s> or gone`);
+  }
+}
+
+/** The file's secrets (plus the fixed ones), read again when its mtime changes. */
+function secretsFromFile(path: string, fixed: readonly string[]): () => readonly string[] {
+  let seen = -1;
+  let secrets: readonly string[] = fixed;
+  return () => {
+    let mtime: number;
+    try {
+      mtime = statSync(path).mtimeMs;
+    } catch {
+      return secrets;
+    }
+    if (mtime !== seen) {
+      seen = mtime;
+      const lines = readFileSync(path, 'utf8')
+        .split('\n')
+        .map((line) => line.trim())
+        .filter((line) => line !== '');
+      secrets = [...fixed, ...lines];
+    }
+    return secrets;
+  };
+}
+
+try {
+  await main();
+} catch (error) {
+  const message = error instanceof Error ? error.message : String(error);
+  process.stderr.write(error instanceof UsageError ? `${message}\n${USAGE}\n` : `${message}\n`);
+  process.exitCode = 1;
+}
