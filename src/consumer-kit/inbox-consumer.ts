@@ -1,0 +1,171 @@
+import type { Consumer, Kafka } from 'kafkajs';
+import type { Pool } from 'pg';
+import {
+  applyEvent,
+  type ApplyOptions,
+  type EventHandler,
+  type OutOfOrderPolicy,
+  type RecordPosition,
+} from './apply-event.js';
+import { inboxTables } from './inbox-schema.js';
+import { parseCloudEvent, type CloudEvent } from './parse-cloud-event.js';
+import { withTimeout } from './with-timeout.js';
+
+export interface InboxConsumerOptions {
+  /** The consumer's kafkajs client (its brokers, client id, TLS/SASL, request timeouts). */
+  kafka: Kafka;
+  groupId: string;
+  /** Default `payments.events`. */
+  topic?: string;
+  /** The consumer's own database, holding the inbox tables (ensureInboxSchema) and its data. */
+  pool: Pool;
+  /** The consumer's write, run once per event on the kit's transaction (context.client). */
+  handler: EventHandler;
+  /** Prefix of the kit's tables (default `consumer_inbox`). */
+  tablePrefix?: string;
+  /** An out-of-order event is parked until its predecessor arrives (default), refused, or applied. */
+  outOfOrder?: OutOfOrderPolicy;
+  /** Called after the transaction that parked, refused or applied an out-of-order event committed. */
+  onOutOfOrder?: (report: OutOfOrderReport) => void;
+  /** Called for a record that is no CloudEvent: it is counted and skipped (no id to deduplicate by). */
+  onInvalid?: (report: { position: RecordPosition; reason: string }) => void;
+  /** Called when an event's transaction failed; kafkajs retries the record (offset not committed). */
+  onError?: (error: unknown, position: RecordPosition) => void;
+  /** Bounds connecting to Postgres, each statement and lock wait, and each handler call (10 s). */
+  timeoutMs?: number;
+  /** Bounds connecting and subscribing to Kafka, and stop() (30 s). */
+  kafkaTimeoutMs?: number;
+  /** Partitions handled at once, each in offset order (default 1). */
+  partitionsConsumedConcurrently?: number;
+  /** Where a new group starts: the earliest offset (default) or the latest. */
+  fromBeginning?: boolean;
+}
+
+export interface OutOfOrderReport {
+  event: CloudEvent;
+  problem: string;
+  policy: OutOfOrderPolicy;
+  position: RecordPosition;
+}
+
+/** Counts since start(); each outcome counted once per committed transaction. */
+export interface InboxCounters {
+  applied: number;
+  duplicates: number;
+  outOfOrder: number;
+  parked: number;
+  refused: number;
+  /** Parked events applied once their predecessor arrived. */
+  released: number;
+  invalid: number;
+  /** Transactions that failed (the record comes again). */
+  failed: number;
+}
+
+export interface InboxConsumer {
+  /** Connects, subscribes and starts consuming; resolves once running. */
+  start(): Promise<void>;
+  /** Stops fetching, lets the event in flight finish (bounded), commits offsets, disconnects. */
+  stop(): Promise<void>;
+  counters(): Readonly<InboxCounters>;
+}
+
+/**
+ * A Kafka consumer of payments.events that gives `handler` each event exactly once in effect:
+ * each record's event goes through applyEvent (one transaction: inbox row, order check, the
+ * handler's write), and kafkajs resolves, hence commits, the record's offset only after that
+ * transaction committed. A crash in between redelivers the record; the inbox skips it.
+ */
+export function createInboxConsumer(options: InboxConsumerOptions): InboxConsumer {
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  const kafkaTimeoutMs = options.kafkaTimeoutMs ?? 30_000;
+  const apply: ApplyOptions = {
+    pool: options.pool,
+    tables: inboxTables(options.tablePrefix),
+    handler: options.handler,
+    policy: options.outOfOrder ?? 'park',
+    timeoutMs,
+  };
+  const counters: InboxCounters = {
+    applied: 0,
+    duplicates: 0,
+    outOfOrder: 0,
+    parked: 0,
+    refused: 0,
+    released: 0,
+    invalid: 0,
+    failed: 0,
+  };
+  let consumer: Consumer | undefined;
+
+  const handle = async (position: RecordPosition, value: Buffer | null): Promise<void> => {
+    const parsed = parseCloudEvent(value);
+    if (!parsed.ok) {
+      counters.invalid += 1;
+      options.onInvalid?.({ position, reason: parsed.reason });
+      return;
+    }
+    let result;
+    try {
+      result = await applyEvent(apply, parsed.event, position);
+    } catch (error) {
+      counters.failed += 1;
+      options.onError?.(error, position);
+      throw error;
+    }
+    if (result.outcome === 'duplicate') counters.duplicates += 1;
+    else if (result.outcome === 'applied') counters.applied += 1;
+    else counters[result.outcome] += 1;
+    counters.applied += result.released.length;
+    counters.released += result.released.length;
+    if (result.problem !== null) {
+      counters.outOfOrder += 1;
+      options.onOutOfOrder?.({
+        event: parsed.event,
+        problem: result.problem,
+        policy: apply.policy,
+        position,
+      });
+    }
+  };
+
+  return {
+    async start() {
+      if (consumer) throw new Error('the inbox consumer is already started');
+      const started = options.kafka.consumer({
+        groupId: options.groupId,
+        sessionTimeout: 10_000,
+        heartbeatInterval: 3_000,
+        maxWaitTimeInMs: 500,
+      });
+      consumer = started;
+      await withTimeout(started.connect(), kafkaTimeoutMs, 'connecting to Kafka');
+      await withTimeout(
+        started.subscribe({
+          topics: [options.topic ?? 'payments.events'],
+          fromBeginning: options.fromBeginning ?? true,
+        }),
+        kafkaTimeoutMs,
+        'subscribing',
+      );
+      await withTimeout(
+        started.run({
+          partitionsConsumedConcurrently: options.partitionsConsumedConcurrently ?? 1,
+          // The offset is resolved only when this resolves, i.e. after the transaction committed.
+          eachMessage: ({ topic, partition, message }) =>
+            handle({ topic, partition, offset: message.offset }, message.value),
+        }),
+        kafkaTimeoutMs,
+        'starting the consumer',
+      );
+    },
+    async stop() {
+      const running = consumer;
+      consumer = undefined;
+      if (!running) return;
+      // disconnect waits for the event in flight (bounded by timeoutMs) and commits offsets.
+      await withTimeout(running.disconnect(), kafkaTimeoutMs + timeoutMs, 'stopping the consumer');
+    },
+    counters: () => ({ ...counters }),
+  };
+}
