@@ -1,5 +1,6 @@
 import type { Queryable } from '../platform/db.js';
 import type { TraceContext } from './trace-context.js';
+import { webhookBody, webhookFanoutCtes } from './webhook-fanout.js';
 
 /**
  * The one writer of `outbox` rows. Every resource writes its events through it, inside its own
@@ -7,7 +8,9 @@ import type { TraceContext } from './trace-context.js';
  * all): `insertOutboxEvents` runs one multi-row INSERT on the caller's client, and
  * `outboxInsertCte` gives callers that keep their write one statement (POST /payments, the
  * refund's create) the same INSERT as a data-modifying CTE. The relay (the rest of src/outbox/)
- * reads what they write.
+ * reads what they write. insertOutboxEvents (the result events' writer) also fans each webhook
+ * event out to its merchant's endpoints in the same statement (webhook-fanout.ts); the POST
+ * paths' created events are never webhooks, so outboxInsertCte does not.
  */
 
 /** The columns an event row is written with; the relay's columns keep their defaults. */
@@ -27,12 +30,32 @@ export interface OutboxEvent {
   createdAt: Date;
   /** The span the event continues; nulls (or absent) when tracing is off. */
   trace?: TraceContext;
+  /** The merchant whose payment or refund it is: whose webhook endpoints receive it. */
+  merchantId: string;
 }
 
 /**
+ * The events (one row each, `ord` their order), the webhook fan-out's CTEs over them, and the
+ * outbox INSERT, as ONE statement: an event, its webhook_events row and its deliveries and
+ * their jobs are committed together or not at all.
+ */
+const INSERT_EVENTS_SQL = `WITH written_events AS (
+       SELECT *
+         FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::jsonb[],
+                     $6::timestamptz[], $7::text[], $8::text[], $9::uuid[], $10::text[])
+              WITH ORDINALITY
+              AS e(event_id, event_type, aggregate_id, topic, data, created_at, traceparent,
+                   tracestate, merchant_id, body, ord)
+     ),
+     ${webhookFanoutCtes('written_events')}
+     INSERT INTO outbox (${OUTBOX_COLUMNS})
+     SELECT ${OUTBOX_COLUMNS} FROM written_events ORDER BY ord`;
+
+/**
  * Writes `events` in ONE statement (one row each, in order) on `db`: the caller's transaction
- * client, so the events commit with the change they announce. The statement text starts with
- * `INSERT INTO outbox` (the kill tests find a commit stuck behind an outbox lock by it).
+ * client, so the events commit with the change they announce, and with their webhook rows.
+ * The statement holds `INSERT INTO outbox (` (the kill tests find a commit stuck behind an
+ * outbox lock by it).
  */
 export async function insertOutboxEvents(
   db: Queryable,
@@ -43,9 +66,7 @@ export async function insertOutboxEvents(
   // Named: prepared once per connection.
   await db.query({
     name: 'outbox.insert-events',
-    text: `INSERT INTO outbox (${OUTBOX_COLUMNS})
-     SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::jsonb[],
-                          $6::timestamptz[], $7::text[], $8::text[])`,
+    text: INSERT_EVENTS_SQL,
     values: [
       column((event) => event.eventId),
       column((event) => event.type),
@@ -55,6 +76,8 @@ export async function insertOutboxEvents(
       column((event) => event.createdAt),
       column((event) => event.trace?.traceparent ?? null),
       column((event) => event.trace?.tracestate ?? null),
+      column((event) => event.merchantId),
+      column(webhookBody),
     ],
   });
 }

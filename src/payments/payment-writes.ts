@@ -40,7 +40,7 @@ export interface PaymentCompletionSql {
  * `name AS (UPDATE payments ... RETURNING <the payment's columns>)`: processing -> settled |
  * failed where still processing, for the payments that are also in `fence` (an earlier CTE of
  * the caller's statement, e.g. the settlement jobs its claim still owns, joined on `fence.id`).
- * Returns the moved rows as toPaymentResource reads them.
+ * Returns the moved rows as toPaymentResource reads them, with their merchant_id.
  */
 export function paymentCompletionCte(
   name: string,
@@ -55,7 +55,7 @@ export function paymentCompletionCte(
                       ${fence.from}
                 WHERE p.id = d.id AND ${fence.from}.${fence.id} = d.id AND p.status = 'processing'
                RETURNING p.id, p.amount, p.currency, p.source, p.description, p.metadata,
-                         p.status, p.failure_code, p.created_at)`;
+                         p.status, p.failure_code, p.created_at, p.merchant_id)`;
 }
 
 /** A payment as a refund's create checks it under its row lock. */

@@ -61,6 +61,9 @@ export async function claimDueRefundJobs(
   });
 }
 
+/** A refund the completion moved, with its merchant (whose webhook endpoints get the event). */
+type MovedRefund = RefundRow & { merchant_id: string };
+
 export type RefundFinal = { status: 'succeeded' } | { status: 'failed'; failureCode: string };
 
 /** The completion's fenced delete of the job, if this claim still holds it ($1 id, $5 owner). */
@@ -86,20 +89,20 @@ export async function completeRefund(
   return withTransaction(pool, async (client) => {
     const failureCode = final.status === 'failed' ? final.failureCode : null;
     const { rows } = await client.query<
-      { owned_id: string } & { [K in keyof RefundRow]: RefundRow[K] | null }
+      { owned_id: string } & { [K in keyof MovedRefund]: MovedRefund[K] | null }
     >(
       `WITH ${OWNED},
        moved AS (
          UPDATE refunds r SET status = $2, failure_code = $3, updated_at = $4
            FROM owned WHERE r.id = owned.job_id AND r.status = 'pending'
-         RETURNING ${refundColumns('r')})
+         RETURNING ${refundColumns('r')}, r.merchant_id)
        SELECT owned.job_id AS owned_id, moved.* FROM owned LEFT JOIN moved ON true`,
       [refundId, final.status, failureCode, now, job.leaseOwner],
     );
     const result = rows[0];
     if (!result) return 'lease_lost';
     if (result.id === null) return 'unchanged';
-    const row = result as RefundRow;
+    const row = result as MovedRefund;
     if (final.status === 'failed') {
       await releaseRefundedAmount(client, row.payment_id, row.amount, now);
     }
@@ -114,6 +117,7 @@ export async function completeRefund(
         data: JSON.stringify(toRefundResource(row)),
         createdAt: now,
         trace,
+        merchantId: row.merchant_id,
       },
     ]);
     return 'completed';

@@ -86,6 +86,9 @@ const COMPLETE_OWNED_PAYMENTS_SQL = `WITH ${OWNED},
   SELECT owned.job_id AS owned_id, moved.*
     FROM owned LEFT JOIN moved ON moved.id = owned.job_id`;
 
+/** A payment the completion moved, with its merchant (whose webhook endpoints get the event). */
+type MovedPayment = PaymentRow & { merchant_id: string };
+
 export type FinalStatus = { status: 'settled' } | { status: 'failed'; failureCode: string };
 
 /** One payment's acquirer answer, to be recorded by the claim that got it. */
@@ -113,7 +116,7 @@ export async function completePayments(
   const ids = [...byPayment.keys()].sort();
   return withTransaction(pool, async (client) => {
     const { rows } = await client.query<
-      { owned_id: string } & { [K in keyof PaymentRow]: PaymentRow[K] | null }
+      { owned_id: string } & { [K in keyof MovedPayment]: MovedPayment[K] | null }
     >({
       name: 'settlement.complete-owned-payments',
       text: COMPLETE_OWNED_PAYMENTS_SQL,
@@ -129,13 +132,13 @@ export async function completePayments(
       ],
     });
     const outcomes = new Map<string, CompletionOutcome>(ids.map((id) => [id, 'lease_lost']));
-    const moved: PaymentRow[] = [];
+    const moved: MovedPayment[] = [];
     for (const { owned_id: ownedId, ...row } of rows) {
       if (row.id === null) {
         outcomes.set(ownedId, 'unchanged');
       } else {
         outcomes.set(ownedId, 'completed');
-        moved.push(row as PaymentRow);
+        moved.push(row as MovedPayment);
       }
     }
     await insertOutboxEvents(
@@ -151,6 +154,7 @@ export async function completePayments(
           data: JSON.stringify(toPaymentResource(row)),
           createdAt: now,
           trace: byPayment.get(row.id)?.trace,
+          merchantId: row.merchant_id,
         };
       }),
     );

@@ -50,7 +50,7 @@ const waitingOnOutbox = async (): Promise<number> => {
   const { rows } = await db.login('settlement').query<{ n: number }>(
     `SELECT count(*)::int AS n FROM pg_stat_activity
       WHERE datname = current_database() AND wait_event_type = 'Lock'
-        AND query LIKE 'INSERT INTO outbox%'`,
+        AND query LIKE '%INSERT INTO outbox (%'`,
   );
   return rows[0]?.n ?? 0;
 };
@@ -81,7 +81,8 @@ describe('refund worker killed between the acquirer refund and the commit', () =
     await eventually('the dead backend gone', async () => {
       const { rows } = await db.login('settlement').query<{ n: number }>(
         `SELECT count(*)::int AS n FROM pg_stat_activity
-          WHERE datname = current_database() AND query LIKE 'INSERT INTO outbox%' AND state <> 'idle'`,
+          WHERE datname = current_database() AND query LIKE '%INSERT INTO outbox (%' AND state <> 'idle'
+            AND pid <> pg_backend_pid()`,
       );
       return rows[0]?.n === 0 ? true : undefined;
     });

@@ -62,7 +62,7 @@ describe('settlement process killed between the charge and the commit', () => {
         const { rows } = await db.login('settlement').query<{ n: number }>(
           `SELECT count(*)::int AS n FROM pg_stat_activity
             WHERE datname = current_database() AND wait_event_type = 'Lock'
-              AND query LIKE 'INSERT INTO outbox%'`,
+              AND query LIKE '%INSERT INTO outbox (%'`,
         );
         return facts.approved_charges === 1 && rows[0]?.n === 1 ? true : undefined;
       });
@@ -75,7 +75,8 @@ describe('settlement process killed between the charge and the commit', () => {
     await eventually('the dead backend gone', async () => {
       const { rows } = await db.login('settlement').query<{ n: number }>(
         `SELECT count(*)::int AS n FROM pg_stat_activity
-          WHERE datname = current_database() AND query LIKE 'INSERT INTO outbox%' AND state <> 'idle'`,
+          WHERE datname = current_database() AND query LIKE '%INSERT INTO outbox (%' AND state <> 'idle'
+            AND pid <> pg_backend_pid()`,
       );
       return rows[0]?.n === 0 ? true : undefined;
     });

@@ -5,18 +5,41 @@ import { describe, expect, it } from 'vitest';
 
 const SRC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src');
 
-/** Each table's writes and the one folder they may appear in (DESIGN: each resource owns its writes). */
-const OWNERS: readonly { table: string; writes: RegExp; folder: string }[] = [
-  { table: 'outbox', writes: /\bINSERT\s+INTO\s+outbox\b/i, folder: 'outbox' },
+/**
+ * Each table's writes and the folders they may appear in (DESIGN: each resource owns its
+ * writes). The webhook tables are shared on purpose: the outbox writer's statement stores a
+ * result event and fans it out to its deliveries and their jobs (src/outbox/webhook-fanout.ts);
+ * src/webhooks/ moves deliveries (worker, retry, replay) and deletes old events; the job engine
+ * (src/jobs/) moves the jobs through its table-generic statements.
+ */
+const OWNERS: readonly { table: string; writes: RegExp; folders: readonly string[] }[] = [
+  { table: 'outbox', writes: /\bINSERT\s+INTO\s+outbox\b/i, folders: ['outbox'] },
   {
     table: 'payments',
     writes: /\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+payments\b/i,
-    folder: 'payments',
+    folders: ['payments'],
   },
   {
     table: 'idempotency_keys',
     writes: /\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+idempotency_keys\b/i,
-    folder: 'idempotency',
+    folders: ['idempotency'],
+  },
+  // Only the outbox writer stores an event: never without its outbox row.
+  { table: 'webhook_events', writes: /\bINSERT\s+INTO\s+webhook_events\b/i, folders: ['outbox'] },
+  {
+    table: 'webhook_events',
+    writes: /\b(?:UPDATE|DELETE\s+FROM)\s+webhook_events\b/i,
+    folders: ['webhooks'],
+  },
+  {
+    table: 'webhook_deliveries',
+    writes: /\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+webhook_deliveries\b/i,
+    folders: ['outbox', 'webhooks'],
+  },
+  {
+    table: 'webhook_delivery_jobs',
+    writes: /\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+webhook_delivery_jobs\b/i,
+    folders: ['outbox', 'webhooks', 'jobs'],
   },
 ];
 
@@ -38,14 +61,16 @@ describe('writes of the shared tables', () => {
       const source = readFileSync(file, 'utf8');
       const relative = path.relative(SRC, file);
       const folder = relative.split(path.sep)[0] ?? '';
-      for (const { table, writes, folder: owner } of OWNERS) {
+      for (const { table, writes, folders } of OWNERS) {
         if (!writes.test(source)) continue;
         found.add(table);
-        if (folder !== owner) misplaced.push(`${relative} writes ${table} (owned by ${owner}/)`);
+        if (!folders.includes(folder)) {
+          misplaced.push(`${relative} writes ${table} (only ${folders.join('/, ')}/ may)`);
+        }
       }
     }
     expect(misplaced).toEqual([]);
     // The patterns still match the code: every table is written somewhere.
-    expect([...found].sort()).toEqual(OWNERS.map((o) => o.table).sort());
+    expect([...found].sort()).toEqual([...new Set(OWNERS.map((o) => o.table))].sort());
   });
 });
