@@ -6,6 +6,7 @@ import {
   CLAIMABLE_AT,
   REFUND_JOBS,
   SETTLEMENT_JOBS,
+  WEBHOOK_JOBS,
   type JobKind,
   type JobTable,
 } from './job-table.js';
@@ -14,6 +15,7 @@ import {
 const JOB_TABLES: Readonly<Record<JobKind, JobTable>> = {
   settlement: SETTLEMENT_JOBS,
   refund: REFUND_JOBS,
+  webhook: WEBHOOK_JOBS,
 };
 
 /** Every kind of job, each reported from the start. */
@@ -28,7 +30,10 @@ export const JOB_ATTEMPT_OUTCOMES = [
   'completed',
   /** The attempt failed and the job is scheduled again after a backoff. */
   'retried',
-  /** Retries exhausted (or a permanent failure): the job is dead-lettered. */
+  /**
+   * Retries exhausted (or a permanent failure): the job is dead-lettered, or, for a kind that
+   * gives up instead (webhooks), ended the kind's way and removed.
+   */
   'dead',
   /** The claim's lease ran out before the write; the job belongs to another worker now. */
   'lease_lost',

@@ -6,14 +6,14 @@
  * locked_until, lease_owner, first_failure_at, last_failure_at, last_error_class, last_error,
  * replay_token, revived_at. All SQL over those columns is in src/jobs/ (DESIGN 59).
  */
-export type JobKind = 'settlement' | 'refund';
+export type JobKind = 'settlement' | 'refund' | 'webhook';
 
 export interface JobTable {
   kind: JobKind;
   /** The table's name, trusted (never from input): it is spliced into the statements. */
-  table: 'settlement_jobs' | 'refund_jobs';
+  table: 'settlement_jobs' | 'refund_jobs' | 'webhook_delivery_jobs';
   /** The primary key: the id of the resource the job works on. */
-  idColumn: 'payment_id' | 'refund_id';
+  idColumn: 'payment_id' | 'refund_id' | 'delivery_id';
 }
 
 export const SETTLEMENT_JOBS: JobTable = {
@@ -28,10 +28,19 @@ export const REFUND_JOBS: JobTable = {
   idColumn: 'refund_id',
 };
 
+/** One job per webhook delivery (migration 0023): one event to one endpoint. */
+export const WEBHOOK_JOBS: JobTable = {
+  kind: 'webhook',
+  table: 'webhook_delivery_jobs',
+  idColumn: 'delivery_id',
+};
+
 /** Why an attempt, or the step after it, did not end the job. */
 export interface Failure {
   errorClass: string;
   message: string;
+  /** The earliest the job may be tried again, in ms from now (a Retry-After), if it said. */
+  notBeforeMs?: number;
 }
 
 /** What every claimed job carries, whatever its kind. */

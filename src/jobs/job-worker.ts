@@ -5,7 +5,7 @@ import type { Logger } from '../platform/logger.js';
 import { createOutageLog, type OutageLog } from '../platform/outage-log.js';
 import { deadLetterJob, type DeadLetterOutbox, type JobLetter } from './dead-letter-job.js';
 import { createJobLoop } from './job-loop.js';
-import { nextJobDueAt, retryJob } from './job-store.js';
+import { nextJobDueAt, retryJob, type ClaimFilter } from './job-store.js';
 import type { ClaimedJob, Failure, JobTable } from './job-table.js';
 import { countJobAttempt } from './job-metrics.js';
 import { createLeaseLostLog, LeaseLostError } from './lease-lost.js';
@@ -29,15 +29,38 @@ export interface JobOutcome<J, F> {
   result: JobResult;
   /** The final answer recorded (`completed`, `unchanged`). */
   final?: F;
-  /** Why the job was retried or dead-lettered. */
+  /** Why the job was retried, dead-lettered or given up (`dead` under a handler's giveUp). */
   failure?: Failure;
 }
 
 /** What a kind of job does; the engine does the rest (claim, retry, dead letters, leases). */
 export interface JobHandler<J extends ClaimedJob, F> {
   jobs: JobTable;
-  /** Claims up to `limit` due jobs (job-store's claimJobs with the kind's join). */
-  claim: (db: Queryable, limit: number, leaseMs: number, maxAttempts: number) => Promise<J[]>;
+  /**
+   * Claims up to `limit` due jobs (job-store's claimJobs with the kind's join); a kind with a
+   * `group` cap gets the jobs in flight per group (`busy`) to pass on in its ClaimFilter.
+   */
+  claim: (
+    db: Queryable,
+    limit: number,
+    leaseMs: number,
+    maxAttempts: number,
+    busy: ReadonlyMap<string, number>,
+  ) => Promise<J[]>;
+  /**
+   * A kind whose claim has a ClaimFilter: the filter, so the idle loop sleeps until a job the
+   * claim would take is due (not one held back by its order or a full group).
+   */
+  claimFilter?: (busy: ReadonlyMap<string, number>) => ClaimFilter;
+  /** At most `cap` jobs of one group (`of`) in flight in this worker (webhooks: per endpoint). */
+  group?: { of: (job: J) => string; cap: number };
+  /** The delay before the next attempt after `failure` (default: the policy's full jitter). */
+  retryDelayMs?: (job: J, failure: Failure) => number;
+  /**
+   * Attempts exhausted: ends the job the kind's way, fenced by its lease, instead of the dead
+   * letter (webhooks: the delivery failed, the job removed).
+   */
+  giveUp?: (job: J, failure: Failure) => Promise<CompletionOutcome>;
   /** The outside call (acquirer); never rejects: a failure is an answer. */
   attempt: (job: J) => Promise<AttemptAnswer<F>>;
   /** Records a final answer, fenced by the job's lease (ownedJobsCte). */
@@ -115,10 +138,22 @@ export function createJobWorker<J extends ClaimedJob, F>(
   const postgresOutage =
     deps.postgresOutage ?? createOutageLog('postgres', logger, policy.outageLogIntervalMs);
   const leaseLost = createLeaseLostLog(kind, logger, policy.outageLogIntervalMs);
-  const retryDelayMs = (attempts: number) =>
+  const backoffMs = (attempts: number) =>
     fullJitterDelay(attempts, policy.backoffBaseMs, policy.backoffCapMs, random);
+  const retryDelayMs = (job: J, failure: Failure) =>
+    handler.retryDelayMs ? handler.retryDelayMs(job, failure) : backoffMs(job.attempts);
+  const busy = new Map<string, number>();
 
   async function bury(job: J, failure: Failure): Promise<JobOutcome<J, F>> {
+    if (handler.giveUp) {
+      const outcome = await handler.giveUp(job, failure);
+      if (outcome === 'lease_lost') throw new LeaseLostError(kind, 'dead', job.id);
+      logger.warn(
+        { ...handler.logFields(job), attempts: job.attempts, error_class: failure.errorClass },
+        `${kind} attempts exhausted; given up`,
+      );
+      return { job, result: 'dead', failure };
+    }
     await deadLetterJob(pool, deps.deadLetters, handler.jobs, job, failure, handler.letter(job));
     logger.warn(
       { ...handler.logFields(job), attempts: job.attempts, error_class: failure.errorClass },
@@ -137,7 +172,7 @@ export function createJobWorker<J extends ClaimedJob, F>(
       return { job, result: completion, final: answer.final };
     }
     if (job.attempts < policy.maxAttempts) {
-      await retryJob(pool, handler.jobs, job, answer.failure, retryDelayMs(job.attempts));
+      await retryJob(pool, handler.jobs, job, answer.failure, retryDelayMs(job, answer.failure));
       return { job, result: 'retried', failure: answer.failure };
     }
     return bury(job, answer.failure);
@@ -155,7 +190,7 @@ export function createJobWorker<J extends ClaimedJob, F>(
       message: error instanceof Error ? error.message : String(error),
     };
     try {
-      await retryJob(pool, handler.jobs, job, failure, retryDelayMs(job.attempts), 'failure');
+      await retryJob(pool, handler.jobs, job, failure, backoffMs(job.attempts), 'failure');
     } catch (lost) {
       if (lost instanceof LeaseLostError) {
         leaseLost(lost);
@@ -183,7 +218,24 @@ export function createJobWorker<J extends ClaimedJob, F>(
     return outcome;
   }
 
-  const claim = (limit: number) => handler.claim(pool, limit, policy.leaseMs, policy.maxAttempts);
+  /** Claims, and counts each claimed job in its group until its work ends. */
+  const claim = async (limit: number) => {
+    const jobs = await handler.claim(pool, limit, policy.leaseMs, policy.maxAttempts, busy);
+    const group = handler.group;
+    if (group) for (const job of jobs) busy.set(group.of(job), (busy.get(group.of(job)) ?? 0) + 1);
+    return jobs;
+  };
+  const release = (job: J) => {
+    if (!handler.group) return;
+    const key = handler.group.of(job);
+    const left = (busy.get(key) ?? 1) - 1;
+    if (left > 0) busy.set(key, left);
+    else busy.delete(key);
+  };
+  const workAndRelease = (job: J) =>
+    work(job).finally(() => {
+      release(job);
+    });
 
   const loop = createJobLoop({
     kind,
@@ -192,13 +244,13 @@ export function createJobWorker<J extends ClaimedJob, F>(
     outage: postgresOutage,
     claim,
     work: async (job) => {
-      await work(job);
+      await workAndRelease(job);
     },
-    nextDueAt: () => nextJobDueAt(pool, handler.jobs),
+    nextDueAt: () => nextJobDueAt(pool, handler.jobs, handler.claimFilter?.(busy)),
   });
 
   return {
-    runOnce: async () => Promise.all((await claim(policy.concurrency)).map(work)),
+    runOnce: async () => Promise.all((await claim(policy.concurrency)).map(workAndRelease)),
     wake: loop.wake,
     start: loop.start,
     stop: loop.stop,

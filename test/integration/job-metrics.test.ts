@@ -59,6 +59,10 @@ async function addJob(kind: JobKind, job: JobRow): Promise<void> {
     );
     return;
   }
+  if (kind === 'webhook') {
+    await addWebhookJob(paymentId, times);
+    return;
+  }
   const refundId = randomUUID();
   await db.pool.query(
     `INSERT INTO refunds (id, payment_id, merchant_id, amount, currency, created_at, updated_at)
@@ -69,6 +73,31 @@ async function addJob(kind: JobKind, job: JobRow): Promise<void> {
     `INSERT INTO refund_jobs (refund_id, state, next_attempt_at, locked_until)
      VALUES ($1, $2, now() + make_interval(secs => $3), now() + make_interval(secs => $4))`,
     [refundId, ...times],
+  );
+}
+
+/** A webhook delivery job (with its endpoint, event and delivery) about `paymentId`. */
+async function addWebhookJob(paymentId: string, times: unknown[]): Promise<void> {
+  const endpointId = randomUUID();
+  const eventId = randomUUID();
+  await db.pool.query(
+    `INSERT INTO webhook_endpoints (id, merchant_id, url, enabled_events, created_at, updated_at)
+     VALUES ($1, $2, 'https://example.com/hook', '{*}', now(), now())`,
+    [endpointId, merchantId],
+  );
+  await db.pool.query(
+    `INSERT INTO webhook_events (event_id, merchant_id, payment_id, event_type, body, created_at)
+     VALUES ($1, $2, $3, 'payment.settled', '{}', now())`,
+    [eventId, merchantId, paymentId],
+  );
+  await db.pool.query(
+    `WITH d AS (INSERT INTO webhook_deliveries (endpoint_id, event_id, payment_id)
+                VALUES ($1, $2, $3) RETURNING id, seq)
+     INSERT INTO webhook_delivery_jobs (delivery_id, endpoint_id, payment_id, seq, state,
+                                        next_attempt_at, locked_until)
+     SELECT d.id, $1, $3, d.seq, $4, now() + make_interval(secs => $5),
+            now() + make_interval(secs => $6) FROM d`,
+    [endpointId, eventId, paymentId, ...times],
   );
 }
 
@@ -114,15 +143,15 @@ function recording(target: Queryable): { db: Queryable; statements: string[] } {
 describe('jobs, jobs_ready and jobs_oldest_ready_age_seconds', () => {
   it('when due, leased, expired-lease, future and dead jobs wait, then a scrape reports depth, ready count and oldest ready age per kind, one query per table', async () => {
     const { db: probeDb, statements } = recording(db.login('settlement'));
-    const unregister = registerJobProbes(probeDb, ['settlement', 'refund']);
+    const unregister = registerJobProbes(probeDb, JOB_KINDS);
     try {
       const empty = { pending: 0, dead: 0, ready: 0, oldestReadyAge: 0 };
-      expect(await scrape()).toEqual({ settlement: empty, refund: empty });
-      expect(statements).toHaveLength(2);
+      expect(await scrape()).toEqual({ settlement: empty, refund: empty, webhook: empty });
+      expect(statements).toHaveLength(3);
 
       // The oldest ready job is due 30 s ago (settlement) and 45 s ago (refund). Older jobs
       // must not count: one leased until later (not ready) and one dead.
-      const oldest: Record<JobKind, number> = { settlement: 30, refund: 45 };
+      const oldest: Record<JobKind, number> = { settlement: 30, refund: 45, webhook: 20 };
       for (const kind of JOB_KINDS) {
         await addJob(kind, { state: 'pending', due: -oldest[kind] });
         await addJob(kind, { state: 'pending', due: -5 });
@@ -137,7 +166,7 @@ describe('jobs, jobs_ready and jobs_oldest_ready_age_seconds', () => {
 
       statements.length = 0;
       const scraped = await scrape();
-      expect(statements).toHaveLength(2);
+      expect(statements).toHaveLength(3);
       for (const kind of JOB_KINDS) {
         const { oldestReadyAge, ...counts } = scraped[kind] ?? empty;
         expect(counts, kind).toEqual({ pending: 5, dead: 1, ready: 3 });
