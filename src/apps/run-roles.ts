@@ -4,7 +4,7 @@ import { startInternalServer } from '../platform/internal-server.js';
 import { createOutageLog } from '../platform/outage-log.js';
 import { createPlatform } from '../platform/platform.js';
 import { guardLogin } from '../platform/privileged-login.js';
-import { checkReadiness } from '../platform/readiness.js';
+import { checkReadiness, drainableReadiness } from '../platform/readiness.js';
 import { registerShutdown } from '../platform/shutdown.js';
 import { logSpanExportOutages } from '../platform/tracing.js';
 import { startApi } from './api/start-api.js';
@@ -36,12 +36,29 @@ export async function runRoles(roles: readonly RoleName[]): Promise<void> {
   const platform = await createPlatform(config, logger, {
     kafka: roles.some((role) => role !== 'api'),
   });
-  const running: Pick<RunningRole, 'close'>[] = [];
+  const running: Pick<RunningRole, 'close' | 'drain'>[] = [];
+  const internalReadiness = drainableReadiness(() =>
+    checkReadiness(platform.checks, config.READINESS_TIMEOUT_MS),
+  );
+  // On SIGTERM every /readyz says `draining` first, and a process serving clients keeps serving
+  // SHUTDOWN_DRAIN_MS so the load balancer stops sending before the listener closes.
+  const drain = async () => {
+    internalReadiness.drain();
+    const draining = running.filter((role) => role.drain !== undefined);
+    for (const role of draining) role.drain?.();
+    if (draining.length === 0 || config.SHUTDOWN_DRAIN_MS === 0) return;
+    logger.info({ drain_ms: config.SHUTDOWN_DRAIN_MS }, 'draining: readiness says draining');
+    await new Promise((resolve) => setTimeout(resolve, config.SHUTDOWN_DRAIN_MS));
+  };
   // Installed before any role starts: a signal during start-up closes what has started so far
   // instead of killing the process mid-way with the default handler.
   registerShutdown(
     logger,
-    () => [...running.map((role) => role.close), platform.close],
+    (signal) => [
+      ...(signal === 'SIGTERM' ? [drain] : []),
+      ...running.map((role) => role.close),
+      platform.close,
+    ],
     config.SHUTDOWN_TIMEOUT_MS,
   );
   try {
@@ -65,7 +82,7 @@ export async function runRoles(roles: readonly RoleName[]): Promise<void> {
         {
           host: config.INTERNAL_HOST,
           port: config.METRICS_PORT,
-          readiness: () => checkReadiness(platform.checks, config.READINESS_TIMEOUT_MS),
+          readiness: internalReadiness.readiness,
         },
         logger,
       ),

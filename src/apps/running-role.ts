@@ -2,4 +2,10 @@
 export interface RunningRole {
   name: 'api' | 'relay' | 'settlement';
   close: () => Promise<void>;
+  /**
+   * Called first on SIGTERM: from then on the role says `draining` on /readyz and asks clients to
+   * go elsewhere (Connection: close) while it still serves. Only roles behind a load balancer
+   * have it; when one does, the shutdown waits SHUTDOWN_DRAIN_MS before `close`.
+   */
+  drain?: () => void;
 }

@@ -93,6 +93,16 @@ export const pipelineSettings = {
     .default(15_000)
     .describe('Bound of a graceful shutdown after SIGTERM/SIGINT.'),
   /**
+   * After SIGTERM the API answers /readyz `draining` (503) and keeps serving this long before it
+   * closes its listener, so a load balancer sees it and stops sending first. Part of the
+   * SHUTDOWN_TIMEOUT_MS bound; SIGINT (Ctrl-C) skips it.
+   */
+  SHUTDOWN_DRAIN_MS: integer(0, 60_000)
+    .default(5_000)
+    .describe(
+      'After SIGTERM, how long the API keeps serving with `/readyz` answering `draining` (503) before closing its listener.',
+    ),
+  /**
    * The internal listener of every process (API included): /metrics, the detailed /readyz and
    * /healthz. 9464 is the usual Prometheus exporter port; 0 picks a free port (logged).
    */

@@ -12,8 +12,32 @@ export interface CheckResult {
 }
 
 export interface ReadinessReport {
-  status: 'ready' | 'not_ready';
+  /** `draining`: shutting down; the process still serves but asks to be sent nothing new. */
+  status: 'ready' | 'not_ready' | 'draining';
   checks: CheckResult[];
+}
+
+/** A readiness probe that answers `draining` (no checks run) once `drain()` was called. */
+export interface DrainableReadiness {
+  readiness: () => Promise<ReadinessReport>;
+  drain: () => void;
+  draining: () => boolean;
+}
+
+/**
+ * Wraps a probe so a shutdown can flip it: from `drain()` on, every answer is `draining` (503),
+ * at once and without asking the dependencies, so a load balancer stops sending before the
+ * listener closes (DESIGN: rolling restarts).
+ */
+export function drainableReadiness(probe: () => Promise<ReadinessReport>): DrainableReadiness {
+  let draining = false;
+  return {
+    readiness: () => (draining ? Promise.resolve({ status: 'draining', checks: [] }) : probe()),
+    drain: () => {
+      draining = true;
+    },
+    draining: () => draining,
+  };
 }
 
 /** Runs every check concurrently, each bounded by `timeoutMs`, and never throws. */

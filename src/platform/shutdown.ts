@@ -10,8 +10,11 @@ export type CloseFn = () => Promise<void>;
  */
 export function registerShutdown(
   logger: Logger,
-  /** Read when the signal arrives, so roles started later are included. */
-  closers: () => readonly CloseFn[],
+  /**
+   * Read when the signal arrives, so roles started later are included; given the signal (a
+   * SIGTERM drains first, a Ctrl-C does not wait for a load balancer).
+   */
+  closers: (signal: NodeJS.Signals) => readonly CloseFn[],
   timeoutMs: number,
 ): void {
   let shuttingDown = false;
@@ -27,7 +30,7 @@ export function registerShutdown(
       process.exit(1);
     }, timeoutMs);
     timer.unref();
-    void runClosers(closers(), logger).then(async (ok) => {
+    void runClosers(closers(signal), logger).then(async (ok) => {
       if (!(await shutdownTracing())) {
         logger.warn('tracing collector did not answer; the last spans were dropped');
       }

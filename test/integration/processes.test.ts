@@ -73,6 +73,8 @@ function processEnv(
     PORT: '0',
     METRICS_PORT: '0',
     LOG_LEVEL: 'info',
+    // No load balancer here: SIGTERM closes at once (api-drain.test.ts covers the drain).
+    SHUTDOWN_DRAIN_MS: '0',
     ...overrides,
   };
 }

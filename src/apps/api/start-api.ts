@@ -6,7 +6,7 @@ import { createAuthenticator } from '../../merchants/authenticator.js';
 import { createPaymentService, type CreatePaymentDeps } from '../../payments/create-payment.js';
 import { closeServer, listen } from '../../platform/http-listen.js';
 import { createOutageLog } from '../../platform/outage-log.js';
-import { checkReadiness } from '../../platform/readiness.js';
+import { checkReadiness, drainableReadiness } from '../../platform/readiness.js';
 import { createRateLimit } from '../../rate-limits/rate-limiter.js';
 import type { MerchantGateDeps } from '../../merchants/merchant-gate.js';
 import type { Platform } from '../../platform/platform.js';
@@ -19,7 +19,10 @@ export interface ApiOptions {
   beforeWrite?: CreatePaymentDeps['beforeWrite'];
 }
 
-/** Serves the HTTP API; closing stops accepting, drains in-flight requests, then resolves. */
+/**
+ * Serves the HTTP API. `drain` flips /readyz to `draining` and closes each connection after its
+ * answer; `close` stops accepting, finishes in-flight requests, then resolves.
+ */
 export async function startApi(
   platform: Platform,
   options: ApiOptions = {},
@@ -59,9 +62,12 @@ export async function startApi(
       burst: config.RATE_LIMIT_UNAUTHENTICATED_BURST,
     },
   };
+  const readiness = drainableReadiness(() =>
+    checkReadiness(platform.checks, config.READINESS_TIMEOUT_MS),
+  );
   const app = buildApp({
     logger,
-    readiness: () => checkReadiness(platform.checks, config.READINESS_TIMEOUT_MS),
+    readiness: readiness.readiness,
     payments: {
       db: pool,
       ...gate,
@@ -103,11 +109,17 @@ export async function startApi(
   );
   /** Slightly above common load-balancer idle timeouts (60 s), so the proxy closes first. */
   server.keepAliveTimeout = 65_000;
+  // Draining: every answer closes its connection, so keep-alive clients reconnect (to another
+  // instance) instead of meeting a reset when the listener closes.
+  server.prependListener('request', (_req, res) => {
+    if (readiness.draining()) res.setHeader('connection', 'close');
+  });
   const port = await listen(server, config.PORT, config.HOST);
   logger.info({ role: 'api', host: config.HOST, port }, 'api listening');
   return {
     name: 'api',
     port,
+    drain: readiness.drain,
     close: async () => {
       await closeServer(server);
       await stopReaper();
