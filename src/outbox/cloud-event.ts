@@ -13,6 +13,17 @@ export interface OutboxEvent {
 /** `source` of every CloudEvent this service emits (a URI-reference, per CloudEvents 1.0). */
 export const EVENT_SOURCE = '/payments-service';
 
+/**
+ * `dataversion` (a CloudEvents extension attribute, and the `ce_dataversion` header) of every
+ * event: the version of its `data`, `MAJOR.MINOR`. A minor bump only adds (optional fields, new
+ * values of an open field): readers of the same major read it and ignore what they do not know.
+ * A major bump is anything else; a reader of an older major dead-letters the event replayably
+ * (never drops it) until it is upgraded. An event without the attribute is 1.0 (the releases
+ * before it). One version for every type today: they all carry the payment or refund resource.
+ * DESIGN: mixed versions.
+ */
+export const DATA_VERSION = '1.0';
+
 export interface KafkaRecord {
   key: string;
   value: string;
@@ -34,6 +45,7 @@ export function toKafkaRecord(event: OutboxEvent): KafkaRecord {
     subject: event.aggregateId,
     time,
     datacontenttype: 'application/json',
+    dataversion: DATA_VERSION,
     data: event.data,
     // CloudEvents distributed-tracing extension: the context the event was created in, copied
     // unchanged from the row (so a republished copy keeps the same bytes).
@@ -50,6 +62,7 @@ export function toKafkaRecord(event: OutboxEvent): KafkaRecord {
       ce_source: EVENT_SOURCE,
       ce_subject: event.aggregateId,
       ce_time: time,
+      ce_dataversion: DATA_VERSION,
       ...(trace.traceparent === undefined ? {} : { ce_traceparent: trace.traceparent }),
       ...(trace.tracestate === undefined ? {} : { ce_tracestate: trace.tracestate }),
       'content-type': 'application/cloudevents+json; charset=utf-8',

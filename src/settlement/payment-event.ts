@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { paymentSchema } from '../payments/payment-schemas.js';
 
 /**
  * The CloudEvents types on the payments topic; settlement acts on `payment.created` only.
@@ -15,6 +14,17 @@ export const KNOWN_EVENT_TYPES = [
   'refund.failed',
 ] as const;
 
+/**
+ * The `dataversion` majors this settlement reads (src/outbox/cloud-event.ts). A newer minor is
+ * read (unknown fields and values ignored); a newer major is dead-lettered with its event id, so
+ * `dlq:replay` puts it back once settlement is upgraded (DESIGN: mixed versions).
+ */
+export const READABLE_DATA_MAJOR = 1;
+
+/** `MAJOR.MINOR` (more parts tolerated); absent = 1.0, the releases before the attribute. */
+const DATA_VERSION = /^(\d{1,6})(\.\d{1,6})*$/;
+
+// Not strict: attributes a newer writer adds (extensions) are ignored.
 const envelopeSchema = z.object({
   specversion: z.literal('1.0'),
   id: z.uuid(),
@@ -22,8 +32,16 @@ const envelopeSchema = z.object({
   source: z.string().min(1),
   subject: z.uuid(),
   time: z.iso.datetime(),
+  dataversion: z.string().regex(DATA_VERSION).optional(),
   data: z.unknown(),
 });
+
+/**
+ * What settlement reads of a `payment.created`: the payment id, nothing else (it settles the
+ * payment as its row says). Every other field, known or not, and its value are ignored, so a
+ * newer API's additions (a field, a currency, a source) never stop settlement.
+ */
+const createdDataSchema = z.object({ id: z.uuid() });
 
 /** What a `refund.created` event's data must have for a replay to revive its refund job. */
 const refundIdSchema = z.object({ id: z.uuid() });
@@ -32,7 +50,7 @@ export type ParsedEvent =
   | {
       kind: 'payment.created';
       eventId: string;
-      payment: z.infer<typeof paymentSchema>;
+      paymentId: string;
     }
   /**
    * A known type settlement does not act on (its own results): skipped, not an error. A
@@ -47,8 +65,14 @@ export type ParsedEvent =
    */
   | { kind: 'poison'; errorClass: string; message: string; eventId?: string };
 
-/** Reads a Kafka record's value as a payment CloudEvent; never throws. */
-export function parsePaymentEvent(value: Buffer | string | null): ParsedEvent {
+/**
+ * Reads a Kafka record's value as a payment CloudEvent; never throws. `readableMajor` is the
+ * newest data major this reader knows (an upgraded reader passes a higher one).
+ */
+export function parsePaymentEvent(
+  value: Buffer | string | null,
+  readableMajor = READABLE_DATA_MAJOR,
+): ParsedEvent {
   if (value === null) return { kind: 'poison', errorClass: 'empty_message', message: 'no value' };
   let json: unknown;
   try {
@@ -60,7 +84,7 @@ export function parsePaymentEvent(value: Buffer | string | null): ParsedEvent {
   if (!envelope.success) {
     return { kind: 'poison', errorClass: 'invalid_envelope', message: summarize(envelope.error) };
   }
-  const { id, type, subject, data } = envelope.data;
+  const { id, type, subject, data, dataversion } = envelope.data;
   if (!(KNOWN_EVENT_TYPES as readonly string[]).includes(type)) {
     return {
       kind: 'poison',
@@ -76,7 +100,17 @@ export function parsePaymentEvent(value: Buffer | string | null): ParsedEvent {
       : { kind: 'ignored', eventId: id, type };
   }
   if (type !== 'payment.created') return { kind: 'ignored', eventId: id, type };
-  const payment = paymentSchema.safeParse(data);
+  // Only what settlement acts on is held to its version: the types it skips stay skipped.
+  const major = dataversion === undefined ? 1 : Number(dataversion.split('.')[0]);
+  if (major > readableMajor) {
+    return {
+      kind: 'poison',
+      errorClass: 'unsupported_data_version',
+      message: `dataversion ${dataversion ?? ''} is newer than major ${String(readableMajor)}`,
+      eventId: id,
+    };
+  }
+  const payment = createdDataSchema.safeParse(data);
   if (!payment.success) {
     const message = summarize(payment.error);
     return { kind: 'poison', errorClass: 'invalid_payload', message, eventId: id };
@@ -85,7 +119,7 @@ export function parsePaymentEvent(value: Buffer | string | null): ParsedEvent {
     const message = 'subject is not data.id';
     return { kind: 'poison', errorClass: 'invalid_payload', message, eventId: id };
   }
-  return { kind: 'payment.created', eventId: id, payment: payment.data };
+  return { kind: 'payment.created', eventId: id, paymentId: payment.data.id };
 }
 
 function summarize(error: z.ZodError): string {

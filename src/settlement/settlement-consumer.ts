@@ -17,6 +17,8 @@ interface HandlerDeps {
   pool: Pool;
   worker: Pick<SettlementWorker, 'wake' | 'deadLetter'>;
   logger: Logger;
+  /** The newest event data major it reads (READABLE_DATA_MAJOR unless given: tests' upgrade). */
+  readableDataMajor?: number;
 }
 
 interface Poison {
@@ -47,7 +49,7 @@ export function createSettlementHandler(deps: HandlerDeps) {
     const refundRevivals: { index: number; revival: Revival }[] = [];
     for (const record of batch.records) {
       const source = toSource(record);
-      const event = parsePaymentEvent(record.value);
+      const event = parsePaymentEvent(record.value, deps.readableDataMajor);
       if (event.kind === 'poison') {
         poison.push({
           record,
@@ -70,7 +72,7 @@ export function createSettlementHandler(deps: HandlerDeps) {
           index: outcomes.length,
           event: {
             eventId: event.eventId,
-            paymentId: event.payment.id,
+            paymentId: event.paymentId,
             replayToken: record.headers[REPLAY_TOKEN_HEADER] ?? null,
             source,
           },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { toKafkaRecord } from '../../src/outbox/cloud-event.js';
+import { DATA_VERSION, toKafkaRecord } from '../../src/outbox/cloud-event.js';
 import { paymentEventId } from '../../src/outbox/event-id.js';
 import { parsePaymentEvent } from '../../src/settlement/payment-event.js';
 
@@ -25,11 +25,11 @@ const record = (type: string, data: unknown = payment) =>
   }).value;
 
 describe('parsePaymentEvent', () => {
-  it('when the record is a payment.created CloudEvent, then it yields the payment and event id', () => {
+  it('when the record is a payment.created CloudEvent, then it yields the payment id and event id', () => {
     expect(parsePaymentEvent(record('payment.created'))).toEqual({
       kind: 'payment.created',
       eventId: paymentEventId(paymentId, 'payment.created'),
-      payment,
+      paymentId,
     });
   });
 
@@ -42,14 +42,14 @@ describe('parsePaymentEvent', () => {
     ['null value', null, 'empty_message'],
     ['no envelope', '{"hello":"world"}', 'invalid_envelope'],
     ['unknown type', record('payment.refunded'), 'unknown_event_type'],
-    ['bad payload', record('payment.created', { id: paymentId }), 'invalid_payload'],
+    ['bad payload', record('payment.created', { amount: 100 }), 'invalid_payload'],
   ])('when the record is %s, then it is poison (%s)', (_case, value, errorClass) => {
     expect(parsePaymentEvent(value)).toMatchObject({ kind: 'poison', errorClass });
   });
 
   it.each([
     ['unknown type', record('payment.refunded')],
-    ['bad payload', record('payment.created', { ...payment, currency: 'XTS' })],
+    ['bad payload', record('payment.created', { ...payment, id: 'not-a-uuid' })],
   ])(
     'when the record is poison with a readable envelope (%s), then it keeps the envelope id for dlq:replay',
     (_case, value) => {
@@ -62,5 +62,75 @@ describe('parsePaymentEvent', () => {
 
   it('when the envelope cannot be read, then the poison has no event id', () => {
     expect(parsePaymentEvent('{oops')).not.toHaveProperty('eventId');
+  });
+});
+
+/** The record with its envelope edited: `dataversion` set (or removed: undefined) and `extra`. */
+function versioned(
+  type: string,
+  dataversion: string | undefined,
+  extra: { envelope?: Record<string, unknown>; data?: Record<string, unknown> } = {},
+): string {
+  const envelope = JSON.parse(record(type)) as Record<string, unknown>;
+  if (dataversion === undefined) delete envelope.dataversion;
+  else envelope.dataversion = dataversion;
+  return JSON.stringify({
+    ...envelope,
+    ...extra.envelope,
+    data: { ...(envelope.data as object), ...extra.data },
+  });
+}
+
+describe('parsePaymentEvent across versions', () => {
+  const accepted = {
+    kind: 'payment.created',
+    eventId: paymentEventId(paymentId, 'payment.created'),
+    paymentId,
+  };
+
+  it('when this release writes an event, then it carries dataversion 1.0 in the value and the headers', () => {
+    const written = toKafkaRecord({
+      eventId: accepted.eventId,
+      eventType: 'payment.created',
+      aggregateId: paymentId,
+      data: payment,
+      createdAt: new Date(),
+    });
+    expect(JSON.parse(written.value)).toMatchObject({ dataversion: DATA_VERSION });
+    expect(written.headers.ce_dataversion).toBe('1.0');
+  });
+
+  it.each([
+    ['the previous release (no dataversion)', versioned('payment.created', undefined)],
+    [
+      'a newer minor with fields and values it does not know',
+      versioned('payment.created', '1.7', {
+        envelope: { partition_hint: 3 },
+        data: { currency: 'XTS', source: 'pm_next', risk: { score: 12 } },
+      }),
+    ],
+  ])('when the event is from %s, then it is read', (_case, value) => {
+    expect(parsePaymentEvent(value)).toEqual(accepted);
+  });
+
+  it('when a payment.created is of a newer major, then it is poison with its event id (replayable), and an upgraded reader reads it', () => {
+    const value = versioned('payment.created', '2.0', { data: { amount: { minor: 100 } } });
+    expect(parsePaymentEvent(value)).toMatchObject({
+      kind: 'poison',
+      errorClass: 'unsupported_data_version',
+      eventId: accepted.eventId,
+    });
+    expect(parsePaymentEvent(value, 2)).toEqual(accepted);
+  });
+
+  it('when a type settlement skips is of a newer major, then it is still skipped', () => {
+    expect(parsePaymentEvent(versioned('payment.settled', '2.0')).kind).toBe('ignored');
+  });
+
+  it('when dataversion is not a version, then the envelope is invalid', () => {
+    expect(parsePaymentEvent(versioned('payment.created', 'next'))).toMatchObject({
+      kind: 'poison',
+      errorClass: 'invalid_envelope',
+    });
   });
 });

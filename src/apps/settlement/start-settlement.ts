@@ -26,6 +26,8 @@ export interface SettlementOptions {
   refundAcquirer?: RefundAcquirer;
   /** Test-only fault injection, see RefundWorkerDeps. */
   afterRefund?: RefundWorkerDeps['afterRefund'];
+  /** Test-only: the newest event data major it reads (a settlement upgraded for a newer one). */
+  readableDataMajor?: number;
 }
 
 /**
@@ -93,7 +95,14 @@ export function startSettlement(
     config,
     ...(options.afterRefund ? { afterRefund: options.afterRefund } : {}),
   });
-  const handle = createSettlementHandler({ pool, worker, logger });
+  const handle = createSettlementHandler({
+    pool,
+    worker,
+    logger,
+    ...(options.readableDataMajor === undefined
+      ? {}
+      : { readableDataMajor: options.readableDataMajor }),
+  });
   const unregisterJobProbes = registerJobProbes(pool, ['settlement', 'refund']);
   const consumer = createConsumer(kafka, config.KAFKA_CONSUMER_GROUP);
   // The worker needs the database and, for dead letters, the producer; not the consumer
