@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { apiSettings } from './config-api-settings.js';
 import { connectionSettings } from './config-connection-settings.js';
 import { ConfigError } from './config-error.js';
+import { migrationSettings } from './config-migration-settings.js';
 import { pipelineSettings } from './config-pipeline-settings.js';
 import { webhookSettings } from './config-webhook-settings.js';
 
@@ -20,6 +21,7 @@ export const configSchema = z.object({
   ...apiSettings,
   ...pipelineSettings,
   ...webhookSettings,
+  ...migrationSettings,
 });
 
 export type Config = z.infer<typeof configSchema>;

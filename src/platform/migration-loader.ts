@@ -1,0 +1,109 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { MigrationBuilder, runner } from 'node-pg-migrate';
+
+type LoaderStrategy = NonNullable<
+  Parameters<typeof runner>[0]['migrationLoaderStrategies']
+>[number];
+/** node-pg-migrate's loader type (not exported by name): file paths in, migration units out. */
+export type MigrationLoader = Exclude<LoaderStrategy['loader'], string>;
+
+/**
+ * A line that makes a migration run outside any transaction, one statement at a time (what
+ * CREATE/DROP INDEX CONCURRENTLY need): `-- migrate: no-transaction`. node-pg-migrate's own SQL
+ * loader has no such marker (only JS migrations can call pgm.noTransaction()), so this loader
+ * reads it.
+ */
+export const NO_TRANSACTION_MARKER = /^--\s*migrate:\s*no-transaction\s*$/m;
+const DOWN_MIGRATION = /^\s*--[\s-]*down\s+migration/im;
+
+/** The limits set for each migration alone (docs/development.md "Writing a migration"). */
+export interface MigrationLimits {
+  lockTimeoutMs: number;
+  statementTimeoutMs: number;
+}
+
+/** The forward part of a migration file: what comes before its `-- Down Migration` line. */
+export function upSection(text: string): string {
+  const down = text.search(DOWN_MIGRATION);
+  return down < 0 ? text : text.slice(0, down);
+}
+
+export function isNoTransaction(text: string): boolean {
+  return NO_TRANSACTION_MARKER.test(upSection(text));
+}
+
+/**
+ * The statements of a no-transaction migration, each sent on its own: Postgres runs a
+ * multi-statement string as one implicit transaction, where CONCURRENTLY is refused. Split at a
+ * `;` that ends a line; dollar quoting (function bodies) is refused here, since such a body
+ * belongs in a transactional migration anyway.
+ */
+export function noTransactionStatements(text: string, file: string): string[] {
+  const code = upSection(text)
+    .split('\n')
+    .filter((line) => !/^\s*--/.test(line))
+    .join('\n');
+  if (/\$[A-Za-z_]*\$/.test(code)) {
+    throw new Error(`${file}: a no-transaction migration cannot use dollar quoting`);
+  }
+  return code
+    .split(/;[ \t]*$/m)
+    .map((statement) => statement.trim())
+    .filter((statement) => statement !== '');
+}
+
+function applyUp(pgm: MigrationBuilder, text: string, file: string, limits: MigrationLimits): void {
+  const lock = `${String(limits.lockTimeoutMs)}ms`;
+  const statement = `${String(limits.statementTimeoutMs)}ms`;
+  if (!isNoTransaction(text)) {
+    // SET LOCAL: the limits end with this migration's transaction, so they never bound the
+    // advisory-lock wait that makes a second migrator wait for the first.
+    pgm.sql(`SET LOCAL lock_timeout = '${lock}'`);
+    pgm.sql(`SET LOCAL statement_timeout = '${statement}'`);
+    pgm.sql(upSection(text));
+    return;
+  }
+  pgm.noTransaction();
+  pgm.sql(`SET lock_timeout = '${lock}'`);
+  pgm.sql(`SET statement_timeout = '${statement}'`);
+  for (const sql of noTransactionStatements(text, file)) pgm.sql(sql);
+  pgm.sql('RESET lock_timeout');
+  pgm.sql('RESET statement_timeout');
+}
+
+/**
+ * Loads migrations/*.sql as node-pg-migrate's SQL loader does (up before `-- Down Migration`),
+ * adding per-migration limits and the no-transaction marker. `onStart` hears each migration's
+ * name as it begins, so a failure can be attributed to its migration.
+ */
+export function createSqlLoader(
+  limits: MigrationLimits,
+  onStart: (name: string) => void,
+): MigrationLoader {
+  return async (filePaths) =>
+    Promise.all(
+      filePaths.map(async (filePath) => {
+        const text = await readFile(filePath, 'utf8');
+        const name = path.basename(filePath, '.sql');
+        if (isNoTransaction(text)) noTransactionStatements(text, name); // refuse it at load time
+        const down = text.search(DOWN_MIGRATION);
+        return {
+          id: filePath,
+          filePaths: [filePath],
+          actions: {
+            up: (pgm: MigrationBuilder) => {
+              onStart(name);
+              applyUp(pgm, text, name, limits);
+            },
+            down:
+              down < 0
+                ? (false as const)
+                : (pgm: MigrationBuilder) => {
+                    pgm.sql(text.slice(down));
+                  },
+          },
+        };
+      }),
+    );
+}
