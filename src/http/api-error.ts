@@ -32,6 +32,15 @@ export const ERRORS = {
     status: 422,
     title: 'The refund exceeds what is left of the payment',
   },
+  webhook_url_not_allowed: {
+    status: 422,
+    title: 'The webhook URL is not allowed',
+  },
+  webhook_endpoint_limit: {
+    status: 409,
+    title: 'The merchant has as many webhook endpoints as allowed',
+  },
+  webhook_endpoint_disabled: { status: 409, title: 'The webhook endpoint is disabled' },
   rate_limited: { status: 429, title: 'Too many requests' },
   internal_error: { status: 500, title: 'Internal server error' },
   service_unavailable: { status: 503, title: 'Service temporarily unavailable' },

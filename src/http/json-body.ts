@@ -33,6 +33,25 @@ export function requireKeyAndJson(req: Request, res: Response, next: NextFunctio
   next();
 }
 
+/**
+ * A POST or PATCH whose Idempotency-Key is optional (webhook endpoints): a key, when sent, must
+ * be valid and is kept like requireKeyAndJson's; the body must be JSON either way.
+ */
+export function optionalKeyAndJson(req: Request, res: Response, next: NextFunction): void {
+  if (req.headers['idempotency-key'] !== undefined) {
+    requireKeyAndJson(req, res, next);
+    return;
+  }
+  const contentType = req.headers['content-type'];
+  if (!isJsonMediaType(contentType) || !isUtf8Charset(contentType)) {
+    throw new ApiError(
+      'unsupported_media_type',
+      'Send the body as Content-Type: application/json (UTF-8).',
+    );
+  }
+  next();
+}
+
 /** The JSON body parser of the creating POSTs; `res.locals.bodyBytes` is the body's size. */
 export function jsonBody(limitBytes: number) {
   return express.json({

@@ -3,13 +3,14 @@ import type { StoredResponse } from './stored-response.js';
 
 /**
  * SQL expressions (placeholders, literals) for the columns of a new key record. The record
- * points at the resource it created: `paymentId` (a refund's payment too) and `refundId`.
+ * points at the resource it created: `paymentId` (a refund's payment too) and `refundId`; a POST
+ * that creates no payment (webhook endpoints, replays) leaves both out.
  */
 export interface KeyRecordSql {
   merchantId: string;
   key: string;
   fingerprint: string;
-  paymentId: string;
+  paymentId?: string;
   refundId?: string;
   status: string;
   body: string;
@@ -53,7 +54,7 @@ export function keyRecordInsertCte(
 }
 
 interface KeyRow {
-  payment_id: string;
+  payment_id: string | null;
   refund_id: string | null;
   fingerprint: Buffer;
   response_status: number;
@@ -79,7 +80,7 @@ export async function findKey(db: Queryable, merchantId: string, key: string): P
   return {
     kind: 'live',
     response: {
-      paymentId: row.payment_id,
+      ...(row.payment_id === null ? {} : { paymentId: row.payment_id }),
       ...(row.refund_id === null ? {} : { refundId: row.refund_id }),
       fingerprint: row.fingerprint.toString('hex'),
       status: row.response_status,

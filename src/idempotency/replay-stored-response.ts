@@ -6,7 +6,8 @@ import { IdempotencyKeyReused } from './idempotency-errors.js';
 export interface CreateOutcome {
   status: number;
   body: string;
-  paymentId: string;
+  /** Absent when the POST created no payment (webhook endpoints, replays). */
+  paymentId?: string;
   /** Set when the resource created is a refund (its Location is /refunds/{refundId}). */
   refundId?: string;
   replayed: boolean;
@@ -17,7 +18,7 @@ export function outcomeOf(stored: StoredResponse, replayed: boolean): CreateOutc
   return {
     status: stored.status,
     body: stored.body,
-    paymentId: stored.paymentId,
+    ...(stored.paymentId === undefined ? {} : { paymentId: stored.paymentId }),
     ...(stored.refundId === undefined ? {} : { refundId: stored.refundId }),
     replayed,
   };

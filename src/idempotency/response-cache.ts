@@ -16,7 +16,8 @@ export interface ResponseCache {
  * the key carries a format version so entries written in an older format are plain misses.
  */
 interface CachedResponse {
-  paymentId: string;
+  /** Absent for a POST that created no payment (webhook endpoints, replays). */
+  paymentId?: string;
   /** Absent for payments (and in entries written before refunds existed). */
   refundId?: string;
   fingerprint: string;
@@ -39,7 +40,7 @@ export function createResponseCache(redis: Redis, prefix: string, now = Date.now
       const cached = JSON.parse(raw) as CachedResponse;
       if (cached.expiresAtMs <= now()) return null;
       return {
-        paymentId: cached.paymentId,
+        ...(cached.paymentId === undefined ? {} : { paymentId: cached.paymentId }),
         ...(cached.refundId === undefined ? {} : { refundId: cached.refundId }),
         fingerprint: cached.fingerprint,
         status: cached.status,
@@ -51,7 +52,7 @@ export function createResponseCache(redis: Redis, prefix: string, now = Date.now
       const ttlMs = response.expiresAt.getTime() - now();
       if (ttlMs <= 0) return;
       const cached: CachedResponse = {
-        paymentId: response.paymentId,
+        ...(response.paymentId === undefined ? {} : { paymentId: response.paymentId }),
         ...(response.refundId === undefined ? {} : { refundId: response.refundId }),
         fingerprint: response.fingerprint,
         status: response.status,

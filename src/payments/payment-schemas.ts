@@ -1,4 +1,8 @@
 import { z } from 'zod';
+import { listLimitSchema, listPageSchema } from '../http/list-page.js';
+
+// Shared with the other list routes (refunds import them from here).
+export { listLimitSchema, listPageSchema, MAX_LIST_LIMIT } from '../http/list-page.js';
 
 /**
  * The request and response schemas of the payments API. Validation and the OpenAPI document
@@ -156,27 +160,7 @@ export const paymentSchema = z
 
 export type PaymentResource = z.infer<typeof paymentSchema>;
 
-/** A page of a list route: `{ object: 'list', data, has_more }`, named `id` in the document. */
-export function listPageSchema<T extends z.ZodType>(item: T, id: string) {
-  return z
-    .object({ object: z.literal('list'), data: z.array(item), has_more: z.boolean() })
-    .meta({ id });
-}
-
 export const paymentListSchema = listPageSchema(paymentSchema, 'PaymentList');
-
-export const MAX_LIST_LIMIT = 100;
-
-/** The `limit` query parameter of every list route (a query string, parsed to an integer). */
-export const listLimitSchema = z
-  .string()
-  .regex(/^\d+$/, 'must be an integer')
-  .transform(Number)
-  .pipe(
-    z.int().min(1, 'must be at least 1').max(MAX_LIST_LIMIT, `must be at most ${MAX_LIST_LIMIT}`),
-  )
-  .default(10)
-  .describe(`Page size, 1-${MAX_LIST_LIMIT}.`);
 
 export const listPaymentsQuerySchema = z.strictObject({
   limit: listLimitSchema,

@@ -15,6 +15,8 @@ import type { Logger } from '../../platform/logger.js';
 import type { OutageLog } from '../../platform/outage-log.js';
 import type { ReadinessReport } from '../../platform/readiness.js';
 import { refundsRouter, type RefundsRouterDeps } from '../../refunds/refunds-router.js';
+import { webhooksRouter } from '../../webhooks/webhooks-router.js';
+import type { WebhooksRouterDeps } from '../../webhooks/webhooks-router-deps.js';
 import { buildOpenApiDocument } from './openapi.js';
 
 /** docs/asyncapi.yaml at the repository root, found from this file (src/ or dist/). */
@@ -29,6 +31,8 @@ export interface AppDeps {
   payments: PaymentsRouterDeps;
   /** POST/GET /payments/{id}/refunds and GET /refunds/{id}; absent, those routes are 404. */
   refunds?: RefundsRouterDeps;
+  /** /webhook_endpoints and its deliveries, retry and replay; absent, those routes are 404. */
+  webhooks?: WebhooksRouterDeps;
   /** Retry-After of a 503 when Postgres is unavailable. */
   unavailableRetryAfterSeconds: number;
   /** REQUEST_DEADLINE_MS: past it a request is answered 503 (see requestDeadline). */
@@ -79,6 +83,7 @@ export function buildApp(deps: AppDeps): Express {
 
   // Before the payments router: it authenticates its own paths, so each request once.
   if (deps.refunds) app.use(refundsRouter(deps.refunds));
+  if (deps.webhooks) app.use(webhooksRouter(deps.webhooks));
   app.use(paymentsRouter(deps.payments));
 
   app.use((req) => {

@@ -1,0 +1,119 @@
+import { v7 as uuidv7 } from 'uuid';
+import { ApiError } from '../http/api-error.js';
+import { requestFingerprint } from '../idempotency/fingerprint.js';
+import type { CreateOnce } from '../idempotency/idempotent-create.js';
+import type { CreateOutcome } from '../idempotency/replay-stored-response.js';
+import type { Config } from '../platform/config.js';
+import type { Pool } from '../platform/db.js';
+import type { AddressPolicy } from './address-policy.js';
+import { insertEndpoint, type InsertEndpointResult } from './webhook-endpoint-repository.js';
+import {
+  MAX_WEBHOOK_URL_LENGTH,
+  type CreateWebhookEndpointBody,
+} from './webhook-endpoint-schemas.js';
+import { toWebhookEndpointResource } from './webhook-resource.js';
+import { newWebhookSecret } from './webhook-secret.js';
+
+export interface WebhookEndpointServiceDeps {
+  pool: Pool;
+  createOnce: CreateOnce;
+  addressPolicy: AddressPolicy;
+  config: Pick<Config, 'WEBHOOK_MAX_ENDPOINTS_PER_MERCHANT' | 'IDEMPOTENCY_KEY_TTL_SECONDS'>;
+}
+
+/**
+ * 422 unless the URL may receive deliveries: at most 2048 characters, http(s), no userinfo,
+ * and every address its host resolves to public (or in WEBHOOK_ALLOWED_NETWORKS).
+ */
+export async function assertUrlAllowed(policy: AddressPolicy, url: string): Promise<void> {
+  if (url.length > MAX_WEBHOOK_URL_LENGTH) {
+    throw new ApiError(
+      'webhook_url_not_allowed',
+      `The url must be at most ${MAX_WEBHOOK_URL_LENGTH} characters.`,
+      {
+        errors: [{ path: 'url', message: `must be at most ${MAX_WEBHOOK_URL_LENGTH} characters` }],
+      },
+    );
+  }
+  const verdict = await policy.checkUrl(url);
+  if (!verdict.ok) {
+    throw new ApiError('webhook_url_not_allowed', `The url is refused: ${verdict.reason}.`, {
+      errors: [{ path: 'url', message: verdict.reason }],
+    });
+  }
+}
+
+/**
+ * POST /webhook_endpoints: the URL checked, then the endpoint and its secret written once per
+ * Idempotency-Key when one is sent (the same idempotency layer as POST /payments; the stored
+ * answer, secret included, is what a retry gets), or simply written when none is.
+ */
+export function createWebhookEndpointService(deps: WebhookEndpointServiceDeps) {
+  const { pool, config } = deps;
+  return async function createWebhookEndpoint(
+    merchantId: string,
+    key: string | undefined,
+    body: CreateWebhookEndpointBody,
+  ): Promise<CreateOutcome> {
+    await assertUrlAllowed(deps.addressPolicy, body.url);
+    const id = uuidv7();
+    const createdAt = new Date();
+    const secret = newWebhookSecret();
+    const resource = toWebhookEndpointResource({
+      id,
+      url: body.url,
+      enabled_events: body.enabled_events,
+      description: body.description ?? null,
+      disabled_at: body.disabled ? createdAt : null,
+      disabled_reason: body.disabled ? 'merchant' : null,
+      failing_since: null,
+      created_at: createdAt,
+      updated_at: createdAt,
+    });
+    const answer = JSON.stringify({ ...resource, secret });
+    const endpoint = {
+      id,
+      merchantId,
+      url: body.url,
+      description: body.description ?? null,
+      enabledEvents: body.enabled_events,
+      disabled: body.disabled,
+      secret,
+      createdAt,
+    };
+    const max = config.WEBHOOK_MAX_ENDPOINTS_PER_MERCHANT;
+    if (key === undefined) {
+      refuseOverLimit(await insertEndpoint(pool, endpoint, max), max);
+      return { status: 201, body: answer, replayed: false };
+    }
+    const fingerprint = requestFingerprint('POST', '/webhook_endpoints', body);
+    return deps.createOnce(merchantId, key, fingerprint, async () => {
+      const ttlSeconds = config.IDEMPOTENCY_KEY_TTL_SECONDS;
+      const result = await insertEndpoint(pool, endpoint, max, {
+        key,
+        fingerprint,
+        body: answer,
+        ttlSeconds,
+      });
+      if (result.kind === 'key_taken') return null;
+      refuseOverLimit(result, max);
+      return {
+        fingerprint: fingerprint.toString('hex'),
+        status: 201,
+        body: answer,
+        expiresAt: (result.kind === 'created' ? result.expiresAt : null) ?? createdAt,
+      };
+    });
+  };
+}
+
+function refuseOverLimit(result: InsertEndpointResult, max: number): void {
+  if (result.kind === 'limit_reached') {
+    throw new ApiError(
+      'webhook_endpoint_limit',
+      `A merchant may have at most ${max} webhook endpoints; delete one first.`,
+    );
+  }
+}
+
+export type CreateWebhookEndpoint = ReturnType<typeof createWebhookEndpointService>;

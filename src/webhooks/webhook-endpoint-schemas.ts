@@ -1,0 +1,144 @@
+import { z } from 'zod';
+import { listLimitSchema, listPageSchema } from '../http/list-page.js';
+import { WEBHOOK_EVENT_TYPES } from '../outbox/webhook-fanout.js';
+
+/** The request and response schemas of /webhook_endpoints (validation and OpenAPI). */
+
+export const MAX_WEBHOOK_URL_LENGTH = 2048;
+export const MAX_WEBHOOK_DESCRIPTION_LENGTH = 500;
+export const DISABLED_REASONS = ['merchant', 'gone', 'failing'] as const;
+
+// eslint-disable-next-line no-control-regex -- NUL is exactly what this pattern excludes
+const NO_NUL = /^[^\u0000]*$/;
+
+/**
+ * The URL as sent: a string. Its form (http(s), length, userinfo) and where it resolves are
+ * judged after validation (422 webhook_url_not_allowed), so the document states the bound only.
+ */
+const urlField = z
+  .string({ error: 'must be a string' })
+  .min(1, 'must not be empty')
+  .meta({ maxLength: MAX_WEBHOOK_URL_LENGTH, format: 'uri' })
+  .describe(
+    'http(s) URL without user name or password, at most 2048 characters, resolving to public ' +
+      'addresses only (unless the operator allows a network). Anything else is 422.',
+  );
+
+const eventTypesField = z
+  .array(z.enum([...WEBHOOK_EVENT_TYPES, '*'], { error: 'must be an event type or *' }), {
+    error: 'must be an array',
+  })
+  .min(1, 'must list at least one event type')
+  .max(WEBHOOK_EVENT_TYPES.length + 1, 'must not repeat event types')
+  .refine((types) => new Set(types).size === types.length, 'must not repeat event types')
+  .refine(
+    (types) => !types.includes('*') || types.length === 1,
+    'must be ["*"] alone or a list of event types',
+  )
+  .describe(`Event types to receive (${WEBHOOK_EVENT_TYPES.join(', ')}), or ["*"] for all.`);
+
+const descriptionField = z
+  .string({ error: 'must be a string' })
+  .max(
+    MAX_WEBHOOK_DESCRIPTION_LENGTH,
+    `must be at most ${MAX_WEBHOOK_DESCRIPTION_LENGTH} characters`,
+  )
+  .regex(NO_NUL, 'must not contain NUL characters');
+
+export const createWebhookEndpointBodySchema = z
+  .strictObject({
+    url: urlField,
+    enabled_events: eventTypesField,
+    description: descriptionField.optional(),
+    disabled: z.boolean({ error: 'must be a boolean' }).default(false),
+  })
+  .meta({ id: 'CreateWebhookEndpointRequest' });
+
+export type CreateWebhookEndpointBody = z.infer<typeof createWebhookEndpointBodySchema>;
+
+export const updateWebhookEndpointBodySchema = z
+  .strictObject({
+    url: urlField.optional(),
+    enabled_events: eventTypesField.optional(),
+    description: descriptionField.nullable().optional().describe('null clears it.'),
+    disabled: z
+      .boolean({ error: 'must be a boolean' })
+      .optional()
+      .describe('false re-enables the endpoint (and clears disabled_reason and failing_since).'),
+  })
+  .meta({ id: 'UpdateWebhookEndpointRequest' });
+
+export type UpdateWebhookEndpointBody = z.infer<typeof updateWebhookEndpointBodySchema>;
+
+export const rotateSecretBodySchema = z
+  .strictObject({
+    expires_in_seconds: z
+      .int({ error: 'must be an integer' })
+      .min(0, 'must be at least 0')
+      .max(30 * 86_400, 'must be at most 2592000 (30 days)')
+      .optional()
+      .describe(
+        'How long the current secret keeps signing; WEBHOOK_SECRET_GRACE_SECONDS if left out.',
+      ),
+  })
+  .meta({ id: 'RotateWebhookSecretRequest' });
+
+export const webhookEndpointSchema = z
+  .object({
+    id: z.uuid(),
+    object: z.literal('webhook_endpoint'),
+    url: z.string(),
+    enabled_events: z.array(z.enum([...WEBHOOK_EVENT_TYPES, '*'])),
+    description: z.string().nullable(),
+    disabled: z.boolean(),
+    disabled_reason: z
+      .enum(DISABLED_REASONS)
+      .nullable()
+      .describe(
+        'merchant (PATCH disabled), gone (answered 410), failing (no 2xx for the whole retry schedule).',
+      ),
+    disabled_at: z.iso.datetime().nullable(),
+    failing_since: z.iso
+      .datetime()
+      .nullable()
+      .describe('The first failed attempt since the last 2xx; null while deliveries succeed.'),
+    created_at: z.iso.datetime(),
+    updated_at: z.iso.datetime(),
+  })
+  .meta({ id: 'WebhookEndpoint' });
+
+export type WebhookEndpointResource = z.infer<typeof webhookEndpointSchema>;
+
+export const SECRET_DESCRIPTION =
+  'The signing secret (whsec_ + base64 of 32 bytes), shown only in this answer.';
+
+export const createdWebhookEndpointSchema = webhookEndpointSchema
+  .extend({ secret: z.string().describe(SECRET_DESCRIPTION) })
+  .meta({ id: 'CreatedWebhookEndpoint' });
+
+export const rotatedSecretSchema = z
+  .object({
+    secret: z.string().describe(SECRET_DESCRIPTION),
+    previous_secret_expires_at: z.iso
+      .datetime()
+      .nullable()
+      .describe('Until then the previous secret signs deliveries too.'),
+  })
+  .meta({ id: 'RotatedWebhookSecret' });
+
+export const deletedWebhookEndpointSchema = z
+  .object({ id: z.uuid(), object: z.literal('webhook_endpoint'), deleted: z.literal(true) })
+  .meta({ id: 'DeletedWebhookEndpoint' });
+
+export const webhookEndpointListSchema = listPageSchema(
+  webhookEndpointSchema,
+  'WebhookEndpointList',
+);
+
+export const listWebhookEndpointsQuerySchema = z.strictObject({
+  limit: listLimitSchema,
+  starting_after: z
+    .guid('must be a webhook endpoint id')
+    .optional()
+    .describe('A webhook endpoint id: the page starts after it (oldest first).'),
+});
