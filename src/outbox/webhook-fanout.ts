@@ -52,7 +52,8 @@ const TYPES_SQL = `ARRAY[${WEBHOOK_EVENT_TYPES.map((type) => `'${type}'`).join('
  * - `webhook_delivery_rows`: one webhook_deliveries row per such event and endpoint of its
  *   merchant that is enabled and subscribed to the type ('*' or listed), in event order, so
  *   `seq` (the identity) increases with the events of one payment;
- * - `webhook_job_rows`: the delivery's job, with the delivery's endpoint, payment and seq.
+ * - `webhook_job_rows`: the delivery's job, with the delivery's endpoint, payment and seq
+ *   (RETURNING delivery_id, for a caller's main SELECT to end the statement with).
  * Reads webhook_endpoints (id, merchant_id, enabled_events, disabled_at) through its
  * (merchant_id, ...) index: one probe per event for a merchant without endpoints.
  */
@@ -80,5 +81,6 @@ export function webhookFanoutCtes(from: string): string {
      webhook_job_rows AS (
        INSERT INTO webhook_delivery_jobs (delivery_id, endpoint_id, payment_id, seq)
        SELECT id, endpoint_id, payment_id, seq FROM webhook_delivery_rows
+       RETURNING delivery_id
      )`;
 }
