@@ -8,15 +8,19 @@ import { verifyPayments } from '../verify/verify-payments.js';
 import type { VerifyScope } from '../verify/verify-scope.js';
 import { waitForDrain } from '../verify/wait-for-drain.js';
 import { UsageError } from '../../src/cli/run-cli.js';
+import { readReceiptsFiles, type ReceiptsFile } from '../webhooks/webhook-receipt.js';
 
 const USAGE = `usage: npm run verify -- [--wait <seconds>] [--grace <seconds>] [--key-prefix <prefix>]
                          [--since <ISO time>] [--no-kafka] [--json]
+                         [--webhook-receipts <file>[,<file>...]]
   --wait        first let the pipeline drain for up to this long (default 0)
   --grace       payments younger than this are not judged on what they lack yet (default 60)
   --key-prefix  only payments whose Idempotency-Key starts with this (a load test's run id)
   --since       only payments created at or after this time
   --no-kafka    check the database and the simulator's books only
   --json        print the report as one JSON document instead of text
+  --webhook-receipts  receipts files of webhook receivers (npm run webhooks:receiver): each
+                delivery to their endpoints is judged on what they received (id, signature, order)
 Exit status: 0 no violation, 1 violations found, 2 could not verify.`;
 
 /**
@@ -33,6 +37,7 @@ async function main(): Promise<number> {
       since: { type: 'string' },
       'no-kafka': { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
+      'webhook-receipts': { type: 'string' },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -54,6 +59,13 @@ async function main(): Promise<number> {
     scope.since = since;
   }
 
+  let receipts: ReceiptsFile | null = null;
+  if (values['webhook-receipts'] !== undefined) {
+    const paths = values['webhook-receipts'].split(',').filter((path) => path !== '');
+    if (paths.length === 0) throw new UsageError('--webhook-receipts needs a file');
+    receipts = await readReceiptsFiles(paths);
+  }
+
   const config = loadConfig();
   const logger = createLogger({ ...config, LOG_LEVEL: 'warn' });
   const pool = createPool({ ...config, DATABASE_POOL_MAX: 2 }, logger, 'verify');
@@ -65,7 +77,7 @@ async function main(): Promise<number> {
       process.stderr.write(
         drain.drained
           ? `verify: pipeline drained after ${drain.waitedSeconds} s\n`
-          : `verify: still ${drain.unsettled} unsettled payments and ${drain.unpublished} unpublished outbox rows after ${wait} s\n`,
+          : `verify: still ${drain.unsettled} unsettled payments, ${drain.unpublished} unpublished outbox rows and ${drain.undelivered} pending webhook deliveries after ${wait} s\n`,
       );
     }
     await admin?.connect();
@@ -83,7 +95,13 @@ async function main(): Promise<number> {
             }
           : {}),
       },
-      { scope, graceSeconds, keyTtlSeconds: config.IDEMPOTENCY_KEY_TTL_SECONDS },
+      {
+        scope,
+        graceSeconds,
+        keyTtlSeconds: config.IDEMPOTENCY_KEY_TTL_SECONDS,
+        webhookReceipts: receipts,
+        webhookRetentionSeconds: config.WEBHOOK_EVENT_RETENTION_SECONDS,
+      },
     );
     process.stdout.write(
       values.json ? `${JSON.stringify(report, null, 2)}\n` : `${formatReport(report)}\n`,

@@ -1,10 +1,12 @@
 import { readFileSync, statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { UsageError } from '../../src/cli/run-cli.js';
+import { createEndpointsFor } from '../webhooks/create-endpoints.js';
 import { startWebhookReceiver, type ReceiverMode } from '../webhooks/receiver.js';
 
 const USAGE = `usage: npm run webhooks:receiver -- --receipts <file> [--port <n>] [--host <address>]
                          [--secret <whsec_...>]... [--secrets-file <file>] [--mode <mode>]
+                         [--endpoints-for <api key>[,<api key>...] --api-url <url> [--events <types>]]
   --receipts      write one JSON line per request here (read by npm run verify --webhook-receipts)
   --port          port to listen on (default 0: any free one; the URL is printed)
   --host          address to listen on (default 127.0.0.1)
@@ -12,7 +14,13 @@ const USAGE = `usage: npm run webhooks:receiver -- --receipts <file> [--port <n>
   --secrets-file  one secret per line, read again whenever the file changes (k6/run.sh writes
                   the secret shown at the endpoint's creation there)
   --mode          ok (default) | fail-first:<n> | fail-for:<seconds> | hang-for:<seconds> | gone
-Prints {"msg":"webhook receiver listening","origin":...} and runs until SIGTERM or SIGINT.`;
+  --endpoints-for for each merchant's API key, create an endpoint at <origin>/hooks/<n> through
+                  the API at --api-url (POST /webhook_endpoints) and verify its requests with the
+                  secret it answers (the API must allow the receiver's address:
+                  WEBHOOK_ALLOWED_NETWORKS=127.0.0.0/8)
+  --events        the endpoints' enabled_events, comma-separated (default *)
+Prints {"msg":"webhook receiver listening",...}, then {"msg":"webhook receiver ready",...} once
+its endpoints exist, and runs until SIGTERM or SIGINT.`;
 
 /** `npm run webhooks:receiver`: a webhook endpoint that verifies and records (tools/webhooks). */
 async function main(): Promise<void> {
@@ -24,6 +32,9 @@ async function main(): Promise<void> {
       secret: { type: 'string', multiple: true, default: [] },
       'secrets-file': { type: 'string' },
       mode: { type: 'string', default: 'ok' },
+      'endpoints-for': { type: 'string' },
+      'api-url': { type: 'string' },
+      events: { type: 'string', default: '*' },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -35,6 +46,9 @@ async function main(): Promise<void> {
   if (!values.receipts) throw new UsageError('--receipts is required');
   if (!/^\d+$/.test(values.port) || Number(values.port) > 65535)
     throw new UsageError('--port must be a port number');
+  const keys = (values['endpoints-for'] ?? '').split(',').filter((key) => key !== '');
+  const apiUrl = values['api-url'];
+  if (keys.length > 0 && !apiUrl) throw new UsageError('--endpoints-for needs --api-url');
   const fixed = values.secret;
   const secretsFile = values['secrets-file'];
   const receiver = await startWebhookReceiver({
@@ -48,11 +62,20 @@ async function main(): Promise<void> {
   process.stdout.write(
     `${JSON.stringify({ msg: 'webhook receiver listening', origin: receiver.origin, port: receiver.port })}\n`,
   );
-  await new Promise<void>((resolve) => {
+  const stopped = new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);
   });
-  await receiver.close();
+  try {
+    const endpoints =
+      apiUrl && keys.length > 0
+        ? await createEndpointsFor(receiver, apiUrl, keys, values.events.split(','))
+        : [];
+    process.stdout.write(`${JSON.stringify({ msg: 'webhook receiver ready', endpoints })}\n`);
+    await stopped;
+  } finally {
+    await receiver.close();
+  }
 }
 
 function parseMode(text: string): ReceiverMode {

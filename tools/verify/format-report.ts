@@ -3,7 +3,11 @@ import type { VerifyReport } from './verify-payments.js';
 
 /** The report for people: a summary, then each kind of violation with a few examples. */
 export function formatReport(report: VerifyReport, examplesPerCode = 5): string {
-  const { payments, acquirer, events, deadLetters, refunds } = report;
+  const { payments, acquirer, events, deadLetters, refunds, webhooks } = report;
+  const { deliveries, receipts } = webhooks;
+  const failedReasons = Object.entries(webhooks.failedReasons)
+    .map(([reason, n]) => `${n} ${reason}`)
+    .join(', ');
   const lines = [
     `verify: ${report.scope} (checked ${report.checkedAt}, grace ${report.graceSeconds} s)`,
     `  payments      ${payments.total}: ${payments.settled} settled, ${payments.failed} failed, ` +
@@ -27,6 +31,15 @@ export function formatReport(report: VerifyReport, examplesPerCode = 5): string 
       ? `  dead letters  ${deadLetters.read} read, ${deadLetters.eventIds} event ids, ` +
         `${deadLetters.withoutEventId} without an event id`
       : '  dead letters  not read (no Kafka)',
+    `  webhooks      ${webhooks.endpoints} endpoints, ${webhooks.events} stored events, ` +
+      `${deliveries.total} deliveries: ${deliveries.delivered} delivered, ` +
+      `${deliveries.failed} failed${failedReasons ? ` (${failedReasons})` : ''}, ` +
+      `${deliveries.pending} pending (${webhooks.inFlight} in flight)`,
+    receipts
+      ? `  receipts      ${receipts.read} requests: ${receipts.received} events received (2xx), ` +
+        `${receipts.repeated} repeated, ${receipts.refused} refused or unanswered; ` +
+        `${receipts.judged} delivered deliveries judged`
+      : '  receipts      none given (--webhook-receipts)',
   ];
   const codes = Object.keys(report.counts) as ViolationCode[];
   if (codes.length === 0) {

@@ -8,6 +8,8 @@ import { readTopicToEnd } from './read-topic-to-end.js';
 import type { Violation, ViolationCode } from './violation.js';
 import { describeScope, isScoped, type VerifyScope } from './verify-scope.js';
 import { verifyRefunds, type RefundReport } from './verify-refunds.js';
+import { verifyWebhooks, type WebhookReport } from './verify-webhooks.js';
+import type { ReceiptsFile } from '../webhooks/webhook-receipt.js';
 
 export interface VerifyDeps {
   db: Queryable;
@@ -17,6 +19,10 @@ export interface VerifyDeps {
 
 export interface VerifyOptions extends CheckOptions {
   scope: VerifyScope;
+  /** Webhook receivers' receipts (--webhook-receipts): delivered events are judged on them. */
+  webhookReceipts?: ReceiptsFile | null;
+  /** WEBHOOK_EVENT_RETENTION_SECONDS: older results are not expected among stored events. */
+  webhookRetentionSeconds?: number;
 }
 
 export interface VerifyReport {
@@ -40,6 +46,7 @@ export interface VerifyReport {
   events: { read: number; distinct: number; copies: number } | null;
   deadLetters: { read: number; eventIds: number; withoutEventId: number } | null;
   refunds: RefundReport;
+  webhooks: WebhookReport;
   counts: Partial<Record<ViolationCode, number>>;
   violations: Violation[];
   /** Copies of payment.created after its result (see PaymentVerdict.staleCopies). */
@@ -136,6 +143,13 @@ export async function verifyPayments(
   );
   violations.push(...refunds.violations);
 
+  const webhooks = await verifyWebhooks(deps.db, options.scope, {
+    graceSeconds: options.graceSeconds,
+    retentionSeconds: options.webhookRetentionSeconds ?? 7 * 86_400,
+    receipts: options.webhookReceipts ?? null,
+  });
+  violations.push(...webhooks.violations);
+
   const counts: Partial<Record<ViolationCode, number>> = {};
   for (const violation of violations) counts[violation.code] = (counts[violation.code] ?? 0) + 1;
   return {
@@ -149,6 +163,7 @@ export async function verifyPayments(
     events: deps.kafka ? events.counts() : null,
     deadLetters: deps.kafka ? deadLetters.counts() : null,
     refunds: refunds.report,
+    webhooks: webhooks.report,
     counts,
     violations,
   };

@@ -56,6 +56,23 @@ export const VIOLATIONS = {
   refund_event_missing: 'refund: refund.created or its result event is missing on the topic',
   refund_result_events: 'refund: both or the wrong result event on the topic',
   refund_event_key: 'refund: a refund event keyed by something other than its payment id',
+  // Webhooks (verify-webhooks.ts, issue 27)
+  webhook_event_missing:
+    'webhook: a settled or failed payment, or a refund outcome, of a merchant that had an endpoint before it began, has no stored webhook event',
+  webhook_delivery_missing:
+    'webhook: a stored event has no delivery to an endpoint subscribed to it (created after the endpoint, while it was enabled)',
+  webhook_delivery_unresolved:
+    'webhook: a delivery still pending after the grace period (neither delivered nor failed)',
+  webhook_not_received:
+    "webhook: a delivery is delivered but the endpoint's receiver recorded no 2xx answer for its webhook-id",
+  webhook_reidentified:
+    'webhook: one event (endpoint, subject, type, data.id) reached the receiver under more than one webhook-id',
+  webhook_wrong_id:
+    "webhook: a request's webhook-id is not its CloudEvent's id, or not the event id minted for (type, data.id)",
+  webhook_bad_signature:
+    "webhook: a request's signature does not verify with the endpoint's secrets",
+  webhook_out_of_order:
+    "webhook: a payment's later event was first received (2xx) before an earlier event to the same endpoint",
 } as const;
 
 export type ViolationCode = keyof typeof VIOLATIONS;

@@ -6,6 +6,8 @@ export interface DrainState {
   unsettled: number;
   /** Outbox rows of those payments not yet published (and not parked). */
   unpublished: number;
+  /** Webhook deliveries of those payments' events still pending (being retried). */
+  undelivered: number;
 }
 
 export async function readDrainState(db: Queryable, scope: VerifyScope): Promise<DrainState> {
@@ -17,15 +19,18 @@ export async function readDrainState(db: Queryable, scope: VerifyScope): Promise
                       SELECT 1 FROM settlement_jobs j WHERE j.payment_id = s.id AND j.state = 'dead'))
             )::int AS unsettled,
             (SELECT count(*) FROM outbox o JOIN scope s ON s.id = o.aggregate_id
-              WHERE o.published_at IS NULL AND o.parked_at IS NULL)::int AS unpublished`,
+              WHERE o.published_at IS NULL AND o.parked_at IS NULL)::int AS unpublished,
+            (SELECT count(*) FROM webhook_deliveries d JOIN scope s ON s.id = d.payment_id
+              WHERE d.status = 'pending')::int AS undelivered`,
     scopeParameters(scope),
   );
-  return rows[0] ?? { unsettled: 0, unpublished: 0 };
+  return rows[0] ?? { unsettled: 0, unpublished: 0, undelivered: 0 };
 }
 
 /**
  * Lets the pipeline finish before judging it: polls until every payment in scope is terminal or
- * dead-lettered and every outbox row is published, or `seconds` have passed. Resolves with the
+ * dead-lettered, every outbox row is published and every webhook delivery of their events is
+ * delivered or failed, or `seconds` have passed. Resolves with the
  * last state seen and how long it waited.
  */
 export async function waitForDrain(
@@ -38,7 +43,7 @@ export async function waitForDrain(
   for (;;) {
     const state = await readDrainState(db, scope);
     const waitedSeconds = Math.round((Date.now() - started) / 100) / 10;
-    const drained = state.unsettled === 0 && state.unpublished === 0;
+    const drained = state.unsettled === 0 && state.unpublished === 0 && state.undelivered === 0;
     if (drained || Date.now() - started >= seconds * 1000)
       return { ...state, drained, waitedSeconds };
     await new Promise((resolve) => setTimeout(resolve, pollMs));

@@ -37,7 +37,8 @@ export interface WebhookReceiver {
   port: number;
   receipts: () => readonly WebhookReceipt[];
   setMode: (mode: ReceiverMode) => void;
-  setSecrets: (secrets: readonly string[]) => void;
+  /** The secrets to verify with: for requests to `path` only when given, else for every other. */
+  setSecrets: (secrets: readonly string[], path?: string) => void;
   close: () => Promise<void>;
 }
 
@@ -52,6 +53,7 @@ export async function startWebhookReceiver(
 ): Promise<WebhookReceiver> {
   let mode: ReceiverMode = options.mode ?? { kind: 'ok' };
   let secrets: readonly string[] = options.secrets ?? [];
+  const pathSecrets = new Map<string, readonly string[]>();
   const maxBody = options.maxBodyBytes ?? 1024 * 1024;
   const receipts: WebhookReceipt[] = [];
   const attempts = new Map<string, number>();
@@ -75,7 +77,9 @@ export async function startWebhookReceiver(
     const attempt = (attempts.get(attemptKey) ?? 0) + 1;
     attempts.set(attemptKey, attempt);
 
-    const current = options.loadSecrets ? options.loadSecrets() : secrets;
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    const current =
+      pathSecrets.get(path) ?? (options.loadSecrets ? options.loadSecrets() : secrets);
     const validSecrets: number[] = [];
     current.forEach((secret, index) => {
       try {
@@ -149,8 +153,9 @@ export async function startWebhookReceiver(
     setMode: (next) => {
       mode = next;
     },
-    setSecrets: (next) => {
-      secrets = next;
+    setSecrets: (next, path) => {
+      if (path === undefined) secrets = next;
+      else pathSecrets.set(path, next);
     },
     close: () => {
       server.closeAllConnections();

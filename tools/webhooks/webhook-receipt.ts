@@ -77,3 +77,12 @@ export function normalizeUrl(url: string): string {
     return url;
   }
 }
+
+/** The URL's origin (scheme, host, port), or the text itself when it is not a URL. */
+export function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return url;
+  }
+}
