@@ -139,25 +139,35 @@ export function createInboxConsumer(options: InboxConsumerOptions): InboxConsume
         maxWaitTimeInMs: 500,
       });
       consumer = started;
-      await withTimeout(started.connect(), kafkaTimeoutMs, 'connecting to Kafka');
-      await withTimeout(
-        started.subscribe({
-          topics: [options.topic ?? 'payments.events'],
-          fromBeginning: options.fromBeginning ?? true,
-        }),
-        kafkaTimeoutMs,
-        'subscribing',
-      );
-      await withTimeout(
-        started.run({
-          partitionsConsumedConcurrently: options.partitionsConsumedConcurrently ?? 1,
-          // The offset is resolved only when this resolves, i.e. after the transaction committed.
-          eachMessage: ({ topic, partition, message }) =>
-            handle({ topic, partition, offset: message.offset }, message.value),
-        }),
-        kafkaTimeoutMs,
-        'starting the consumer',
-      );
+      try {
+        await withTimeout(started.connect(), kafkaTimeoutMs, 'connecting to Kafka');
+        await withTimeout(
+          started.subscribe({
+            topics: [options.topic ?? 'payments.events'],
+            fromBeginning: options.fromBeginning ?? true,
+          }),
+          kafkaTimeoutMs,
+          'subscribing',
+        );
+        await withTimeout(
+          started.run({
+            partitionsConsumedConcurrently: options.partitionsConsumedConcurrently ?? 1,
+            // The offset is resolved only when this resolves, i.e. after the transaction
+            // committed; kafkajs retries a record whose handling threw.
+            eachMessage: ({ topic, partition, message }) =>
+              handle({ topic, partition, offset: message.offset }, message.value),
+          }),
+          kafkaTimeoutMs,
+          'starting the consumer',
+        );
+      } catch (error) {
+        // A failed start leaves nothing behind: start() may be called again.
+        consumer = undefined;
+        await withTimeout(started.disconnect(), kafkaTimeoutMs, 'disconnecting').catch(
+          () => undefined,
+        );
+        throw error;
+      }
     },
     async stop() {
       const running = consumer;
