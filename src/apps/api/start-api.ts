@@ -1,5 +1,7 @@
 import { createServer } from 'node:http';
+import { paymentDatabaseGuard } from '../../http/payment-database-guard.js';
 import { createIdempotencyReaper } from '../../idempotency/idempotency-reaper.js';
+import { createIdempotentCreate } from '../../idempotency/idempotent-create.js';
 import { createKeyLocks } from '../../idempotency/key-lock.js';
 import { createResponseCache } from '../../idempotency/response-cache.js';
 import { createAuthenticator } from '../../merchants/authenticator.js';
@@ -11,6 +13,7 @@ import { createRateLimit } from '../../rate-limits/rate-limiter.js';
 import type { MerchantGateDeps } from '../../merchants/merchant-gate.js';
 import type { Platform } from '../../platform/platform.js';
 import { createRefundService } from '../../refunds/create-refund.js';
+import { createAddressPolicy } from '../../webhooks/address-policy.js';
 import type { RunningRole } from '../running-role.js';
 import { buildApp } from './app.js';
 
@@ -78,6 +81,22 @@ export async function startApi(
       db: pool,
       ...gate,
       createRefund,
+      bodyLimitBytes: config.HTTP_BODY_LIMIT_BYTES,
+    },
+    webhooks: {
+      db: pool,
+      ...gate,
+      createOnce: createIdempotentCreate({
+        db: pool,
+        cache,
+        locks,
+        logger,
+        config,
+        redisOutage,
+        database: paymentDatabaseGuard(config.UNAVAILABLE_RETRY_AFTER_SECONDS, postgresOutage),
+      }),
+      addressPolicy: createAddressPolicy(config.WEBHOOK_ALLOWED_NETWORKS),
+      config,
       bodyLimitBytes: config.HTTP_BODY_LIMIT_BYTES,
     },
     unavailableRetryAfterSeconds: config.UNAVAILABLE_RETRY_AFTER_SECONDS,
