@@ -11,9 +11,18 @@ import { startApi } from './api/start-api.js';
 import { startRelay } from './relay/start-relay.js';
 import type { RunningRole } from './running-role.js';
 import { startSettlement } from './settlement/start-settlement.js';
+import { startWebhooks } from './webhooks/start-webhooks.js';
 
-const starters = { api: startApi, relay: startRelay, settlement: startSettlement } as const;
+const starters = {
+  api: startApi,
+  relay: startRelay,
+  settlement: startSettlement,
+  webhooks: startWebhooks,
+} as const;
 export type RoleName = keyof typeof starters;
+
+/** The roles that talk to Kafka; the API and the webhooks role never connect to it. */
+const KAFKA_ROLES: readonly RoleName[] = ['relay', 'settlement'];
 
 /**
  * The composition root shared by every entry point: config, logger, clients, the requested
@@ -32,9 +41,9 @@ export async function runRoles(roles: readonly RoleName[]): Promise<void> {
   }
   const logger = createLogger(config, { service: 'payments', roles: roles.join(',') });
   logSpanExportOutages(createOutageLog('otlp collector', logger, config.OUTAGE_LOG_INTERVAL_MS));
-  // Only the relay and settlement talk to Kafka; the API alone never connects to it.
+  // Only the relay and settlement talk to Kafka; the API and webhooks never connect to it.
   const platform = await createPlatform(config, logger, {
-    kafka: roles.some((role) => role !== 'api'),
+    kafka: roles.some((role) => KAFKA_ROLES.includes(role)),
   });
   const running: Pick<RunningRole, 'close' | 'drain'>[] = [];
   const internalReadiness = drainableReadiness(() =>
@@ -75,7 +84,15 @@ export async function runRoles(roles: readonly RoleName[]): Promise<void> {
         },
       });
     }
-    for (const role of roles) running.push(await starters[role](platform));
+    for (const role of roles) {
+      // The job gauges read one registration per process: with settlement beside it (the
+      // all-in-one), webhooks reports every kind (its login alone reads only its own table).
+      running.push(
+        role === 'webhooks' && roles.includes('settlement')
+          ? await startWebhooks(platform, { jobProbeKinds: ['settlement', 'refund', 'webhook'] })
+          : await starters[role](platform),
+      );
+    }
     // Every process, the API included, serves /metrics and the detailed /readyz internally.
     running.push(
       await startInternalServer(

@@ -328,7 +328,9 @@ describe('process entry points', () => {
     );
     const listening = await proc.waitForLog('api listening');
     const internal = await proc.waitForLog('internal listener ready');
-    await Promise.all([proc.waitForLog('relay ready'), proc.waitForLog('settlement ready')]);
+    await Promise.all(
+      ['relay ready', 'settlement ready', 'webhooks ready'].map((msg) => proc.waitForLog(msg)),
+    );
     expect(internal.host).toBe('127.0.0.1');
     const publicUrl = `http://127.0.0.1:${String(listening.port)}`;
     const internalUrl = `http://127.0.0.1:${String(internal.port)}`;
@@ -348,7 +350,12 @@ describe('process entry points', () => {
     ]);
     const metrics = await fetch(`${internalUrl}/metrics`);
     expect(metrics.status).toBe(200);
-    expect(await metrics.text()).toContain('process_cpu_user_seconds_total');
+    const exported = await metrics.text();
+    expect(exported).toContain('process_cpu_user_seconds_total');
+    // One job-gauge registration for the whole process: every kind is read.
+    for (const kind of ['settlement', 'refund', 'webhook']) {
+      expect(exported).toMatch(new RegExp(`^jobs\\{kind="${kind}",state="pending"\\} \\d+$`, 'm'));
+    }
     expect((await fetch(`${internalUrl}/healthz`)).status).toBe(200);
 
     proc.child.kill('SIGTERM');
@@ -357,7 +364,7 @@ describe('process entry points', () => {
     expect(result.stdout).toContain('"msg":"shutdown complete"');
   });
 
-  it.each(['api', 'relay', 'settlement'] as const)(
+  it.each(['api', 'relay', 'settlement', 'webhooks'] as const)(
     'when the %s role runs alone, then it reports ready and exits 0 on SIGINT',
     async (role) => {
       const proc = startProcess(`apps/${role}/main.js`, processEnv({}, role));
@@ -366,6 +373,24 @@ describe('process entry points', () => {
       expect((await proc.exited).code).toBe(0);
     },
   );
+
+  it('when the webhooks role runs alone, then its readiness needs Postgres and Redis, not Kafka, and /metrics has its gauges', async () => {
+    const proc = startProcess('apps/webhooks/main.js', processEnv({}, 'webhooks'));
+    const internal = await proc.waitForLog('internal listener ready');
+    await proc.waitForLog('webhooks ready');
+    const internalUrl = `http://127.0.0.1:${String(internal.port)}`;
+    const detailed = await fetch(`${internalUrl}/readyz`);
+    expect(detailed.status).toBe(200);
+    const body = (await detailed.json()) as { checks: { name: string; status: string }[] };
+    expect(body.checks.map((c) => `${c.name}:${c.status}`)).toEqual(['postgres:up', 'redis:up']);
+    const metrics = await (await fetch(`${internalUrl}/metrics`)).text();
+    expect(metrics).toMatch(/^webhook_endpoints_disabled\{reason="failing"\} \d+$/m);
+    expect(metrics).toMatch(/^jobs\{kind="webhook",state="pending"\} \d+$/m);
+    proc.child.kill('SIGTERM');
+    const result = await proc.exited;
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('"msg":"shutdown complete"');
+  });
 
   it('when migrate runs twice on a new database, then the second run applies nothing', async () => {
     const db = await createTestDatabase({ migrated: false });

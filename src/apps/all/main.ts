@@ -1,4 +1,4 @@
 import { runRoles } from '../run-roles.js';
 
 /** Every role in one process, for local use (`npm start`, `npm run up`). */
-await runRoles(['api', 'relay', 'settlement']);
+await runRoles(['api', 'relay', 'settlement', 'webhooks']);

@@ -1,0 +1,54 @@
+import { registerJobProbes } from '../../jobs/job-metrics.js';
+import type { Platform } from '../../platform/platform.js';
+import { createWebhookDelivery } from '../../webhooks/webhook-delivery.js';
+import type { RunningRole } from '../running-role.js';
+import { registerWebhookEndpointProbe } from './webhook-endpoint-metrics.js';
+import { startWebhookEventReaper } from './webhook-event-reaper.js';
+
+/** How often events past WEBHOOK_EVENT_RETENTION_SECONDS are looked for. */
+const REAP_INTERVAL_MS = 60_000;
+
+export interface WebhooksOptions {
+  /** The job-metrics kinds this role reports; run-roles widens it in a process with settlement. */
+  jobProbeKinds?: Parameters<typeof registerJobProbes>[1];
+}
+
+/**
+ * The webhooks role: the delivery worker (claims due delivery jobs on the job engine, sends
+ * them signed, records each attempt; src/webhooks/webhook-delivery.ts) as a process of its own
+ * on the payments_webhooks login, plus the deletion of events past retention. It needs Postgres
+ * only (no Kafka): the deliveries are written by the outbox writer's statement in settlement's
+ * transactions. Postgres down at boot or later is the worker's to wait out (readiness reports
+ * it); it never stops the process. Close lets the deliveries in flight finish (each bounded by
+ * WEBHOOK_TIMEOUT_MS); an unfinished one is retried by another process once its lease ends.
+ */
+export function startWebhooks(
+  platform: Platform,
+  options: WebhooksOptions = {},
+): Promise<RunningRole> {
+  const { config, pool } = platform;
+  const logger = platform.logger.child({ role: 'webhooks' });
+  const delivery = createWebhookDelivery({ pool, logger, config });
+  const unregisterEndpointProbe = registerWebhookEndpointProbe(pool);
+  const unregisterJobProbes = registerJobProbes(pool, options.jobProbeKinds ?? ['webhook']);
+  const reaper = startWebhookEventReaper(pool, logger, {
+    retentionSeconds: config.WEBHOOK_EVENT_RETENTION_SECONDS,
+    intervalMs: REAP_INTERVAL_MS,
+  });
+  delivery.start();
+  logger.info(
+    {
+      concurrency: config.WEBHOOK_CONCURRENCY,
+      endpoint_concurrency: config.WEBHOOK_ENDPOINT_CONCURRENCY,
+    },
+    'webhooks ready',
+  );
+  return Promise.resolve({
+    name: 'webhooks',
+    close: async () => {
+      await Promise.all([delivery.stop(), reaper.stop()]);
+      unregisterJobProbes();
+      unregisterEndpointProbe();
+    },
+  });
+}
