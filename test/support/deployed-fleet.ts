@@ -1,0 +1,94 @@
+import type { TestDatabase } from './isolation.js';
+import { testConfig } from './isolation.js';
+import { startRoleProcess, type RoleProcess } from './role-process.js';
+import { FAST_SETTLEMENT } from './settlement-harness.js';
+
+export type FleetRole = 'api' | 'relay' | 'settlement' | 'webhooks';
+
+/** The line each role's entry point logs once it works. */
+const READY: Record<FleetRole, string> = {
+  api: 'api listening',
+  relay: 'relay ready',
+  settlement: 'settlement ready',
+  webhooks: 'webhooks ready',
+};
+
+export interface DeployedFleet {
+  /** http://127.0.0.1:<port> of the API process. */
+  apiUrl: string;
+  processes: Map<FleetRole, RoleProcess>;
+  /** The environment every process got (the shared names: topics, group, Redis prefix). */
+  env: Record<string, string>;
+  /** SIGTERM to each process, the API last; resolves with their exit codes. */
+  stop: () => Promise<Record<string, number | null>>;
+}
+
+/** `url` logging in as `payments_<role>` (the local password is the login's name). */
+export function loginUrl(url: string, role: FleetRole): string {
+  const parsed = new URL(url);
+  parsed.username = `payments_${role}`;
+  parsed.password = `payments_${role}`;
+  return parsed.toString();
+}
+
+/**
+ * The product as deployed on `db`: each role its own process (dist/apps/<role>/main.js) on its
+ * own login (payments_api, payments_relay, payments_settlement, payments_webhooks), sharing one
+ * set of topics, consumer group and Redis prefix; settlement with the tests' fast retry timings.
+ * `perRole` adds settings to one role (e.g. WEBHOOK_ALLOWED_NETWORKS for api and webhooks).
+ */
+export async function startDeployedFleet(
+  db: TestDatabase,
+  roles: readonly FleetRole[],
+  perRole: Partial<Record<FleetRole, Record<string, string>>> = {},
+): Promise<DeployedFleet> {
+  const config = testConfig();
+  const env: Record<string, string> = {
+    REDIS_URL: config.REDIS_URL,
+    REDIS_KEY_PREFIX: config.REDIS_KEY_PREFIX,
+    KAFKA_BROKERS: config.KAFKA_BROKERS.join(','),
+    KAFKA_TOPIC_PAYMENTS: config.KAFKA_TOPIC_PAYMENTS,
+    KAFKA_TOPIC_DLQ: config.KAFKA_TOPIC_DLQ,
+    KAFKA_CONSUMER_GROUP: config.KAFKA_CONSUMER_GROUP,
+    PORT: '0',
+    METRICS_PORT: '0',
+    LOG_LEVEL: 'info',
+  };
+  const processes = new Map<FleetRole, RoleProcess>();
+  const stop = async () => {
+    const codes: Record<string, number | null> = {};
+    for (const role of [...processes.keys()].reverse())
+      codes[role] = (await processes.get(role)?.stop()) ?? null;
+    return codes;
+  };
+  let apiUrl = '';
+  try {
+    for (const role of roles) {
+      const proc = startRoleProcess(`apps/${role}/main.js`, {
+        ...env,
+        ...(role === 'settlement' ? FAST_SETTLEMENT : {}),
+        ...perRole[role],
+        DATABASE_URL: loginUrl(db.url, role),
+      });
+      processes.set(role, proc);
+      const ready = await withTimeout(proc.logLine(READY[role]), 60_000, `${role}: ${READY[role]}`);
+      if (role === 'api') apiUrl = `http://127.0.0.1:${String(ready.port)}`;
+    }
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { apiUrl, processes, env, stop };
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      reject(new Error(`timed out after ${ms} ms waiting for ${what}`));
+    }, ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => {
+    clearTimeout(timer);
+  });
+}
