@@ -50,7 +50,9 @@ export interface OutOfOrderReport {
 
 /** Counts since start(); each outcome counted once per committed transaction. */
 export interface InboxCounters {
+  /** Events whose handler ran and committed (released parked events included). */
   applied: number;
+  /** Copies of events applied, parked or refused before: skipped. */
   duplicates: number;
   outOfOrder: number;
   parked: number;
