@@ -1,5 +1,5 @@
 import { toKafkaRecord } from './cloud-event.js';
-import type { OutboxEvent } from './outbox-writer.js';
+import type { TraceContext } from './trace-context.js';
 
 /**
  * The webhook fan-out: which outbox events are also webhooks, and the part of the outbox
@@ -21,12 +21,23 @@ export function isWebhookEventType(type: string): type is WebhookEventType {
   return (WEBHOOK_EVENT_TYPES as readonly string[]).includes(type);
 }
 
+/** The fields of an event the outbox writer writes (its OutboxEvent) that its body is made of. */
+export interface WrittenEvent {
+  eventId: string;
+  type: string;
+  aggregateId: string;
+  /** The CloudEvents `data`, as JSON text. */
+  data: string;
+  createdAt: Date;
+  trace?: TraceContext;
+}
+
 /**
  * The webhook body of an event: its CloudEvent as the relay publishes it (toKafkaRecord's
  * value), the exact bytes sent and signed on every attempt and replay. Null for an event that
  * is not a webhook type (nothing is stored for it).
  */
-export function webhookBody(event: OutboxEvent): string | null {
+export function webhookBody(event: WrittenEvent): string | null {
   if (!isWebhookEventType(event.type)) return null;
   return toKafkaRecord({
     eventId: event.eventId,
