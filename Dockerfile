@@ -1,7 +1,7 @@
 # The service image: one image for every role, the command picks it (scripts/docker-entrypoint.sh):
 #
 #   docker build -t payments-service .
-#   docker run payments-service api|relay|settlement|all|migrate|merchant:create ...
+#   docker run payments-service api|relay|settlement|webhooks|all|migrate|merchant:create ...
 #
 # NODE_IMAGE is the base of every stage; the official Node 20 image by default. A machine that
 # cannot pull passes a locally built one (this project's CI: .ci/images/README.md). DESIGN 68.

@@ -41,7 +41,7 @@ finish() {
   local status=$?
   set +e
   if [[ $status -ne 0 || $failed -ne 0 ]] && [[ $up_started -eq 1 ]]; then
-    for service in postgres redis kafka migrate api relay settlement; do
+    for service in postgres redis kafka migrate api relay settlement webhooks; do
       printf '\n--- last logs of %s\n' "$service"
       timeout 30 docker compose -p "$project" logs --no-color --tail 40 "$service" 2>&1
     done
@@ -246,7 +246,7 @@ pass "GET /payments?limit=10: 200, lists the payment"
 
 # Each role container: /readyz of its internal listener (not published) answers 200 inside the
 # container, and Docker's HEALTHCHECK (the same URL) says healthy.
-for service in api relay settlement; do
+for service in api relay settlement webhooks; do
   # shellcheck disable=SC2016 # a JavaScript template literal, expanded by node in the container
   ready=$(timeout 30 docker compose -p "$project" exec -T "$service" node -e '
     fetch(`http://127.0.0.1:${process.env.METRICS_PORT}/readyz`, { signal: AbortSignal.timeout(5000) })

@@ -1,28 +1,32 @@
 #!/usr/bin/env bash
 # `npm run up`: from a fresh clone to the service running on the local stack, as deployed.
 # Installs what is missing (npm packages, PostgreSQL, Redis, Kafka), starts the services,
-# migrates (as the owner), then runs api, relay and settlement as three processes in the
-# foreground, each logging in as its own role (payments_api, payments_relay,
-# payments_settlement; the URLs `scripts/stack.sh env` prints). Safe to re-run.
+# migrates (as the owner), then runs api, relay, settlement and webhooks as four processes in
+# the foreground, each logging in as its own role (payments_api, payments_relay,
+# payments_settlement, payments_webhooks; the URLs `scripts/stack.sh env` prints). Safe to re-run.
 #
-#   npm run up                  three processes; their logs here, each line prefixed with the
+#   npm run up                  four processes; their logs here, each line prefixed with the
 #                               role on a terminal (JSON lines, with their `roles` field, otherwise)
-#   npm run up -- --single      one process running all three roles, as the owner login
+#   npm run up -- --single      one process running all four roles, as the owner login
 #                               (DB_ALLOW_PRIVILEGED_LOGIN=true: the local all-in-one only)
+#
+# Webhooks may go to loopback receivers here: WEBHOOK_ALLOWED_NETWORKS defaults to
+# 127.0.0.0/8,::1/128 for this local mode (deployments allow public addresses only; set it to
+# an empty value to get that here).
 #
 # Ctrl-C (SIGINT) or SIGTERM stops every process gracefully, then the command exits (0 when each
 # shut down cleanly). If one process exits on its own, the others are stopped and the command
 # exits 1 naming it. `npm run down` stops the stack.
 # Ports: the API on PORT (3000); the internal listeners (/metrics, /readyz) on METRICS_PORT
-# (9464) for the API, +1 for the relay and +2 for settlement.
+# (9464) for the API, +1 for the relay, +2 for settlement and +3 for webhooks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 log() { printf '[up] %s\n' "$*" >&2; }
 
 USAGE='usage: npm run up [-- --single]
-  (none)    api, relay and settlement as three processes, each with its own database login
-  --single  one process running all three roles, as the owner login (local development only)'
+  (none)    api, relay, settlement and webhooks as four processes, each with its own database login
+  --single  one process running all four roles, as the owner login (local development only)'
 single=false
 for arg in "$@"; do
   case "$arg" in
@@ -45,9 +49,9 @@ if [[ ! -d node_modules || package-lock.json -nt node_modules/.package-lock.json
 fi
 
 bash scripts/stack.sh start
-# DATABASE_URL / MIGRATION_DATABASE_URL (the owner), API_, RELAY_, SETTLEMENT_DATABASE_URL (the
-# roles), REDIS_URL, KAFKA_BROKERS of the stack just started (STACK_DIR and the *_PORT_STACK
-# variables choose which).
+# DATABASE_URL / MIGRATION_DATABASE_URL (the owner), API_, RELAY_, SETTLEMENT_,
+# WEBHOOKS_DATABASE_URL (the roles), REDIS_URL, KAFKA_BROKERS of the stack just started
+# (STACK_DIR and the *_PORT_STACK variables choose which).
 # shellcheck disable=SC1090 # the stack prints the URLs of what it runs
 eval "$(bash scripts/stack.sh env)"
 
@@ -56,6 +60,9 @@ npm run -s build
 
 log "migrating"
 node dist/cli/migrate.js
+
+# Local receivers (the API checks an endpoint's URL with it, the webhooks role every connection).
+export WEBHOOK_ALLOWED_NETWORKS="${WEBHOOK_ALLOWED_NETWORKS-127.0.0.0/8,::1/128}"
 
 # Human-readable logs on a terminal, JSON otherwise (e.g. when piped to a collector).
 if [[ -t 1 && -z "${LOG_FORMAT:-}" ]]; then export LOG_FORMAT=pretty; fi
@@ -66,9 +73,10 @@ declare -A pid_of=() role_of=() url_of=(
   [api]="$API_DATABASE_URL"
   [relay]="$RELAY_DATABASE_URL"
   [settlement]="$SETTLEMENT_DATABASE_URL"
+  [webhooks]="$WEBHOOKS_DATABASE_URL"
 )
 if [[ $single == true ]]; then
-  # One process for all three roles needs the union of their grants: this local mode runs as the
+  # One process for all four roles needs the union of their grants: this local mode runs as the
   # owner login, explicitly allowed. Everything else runs one process per role with its own login.
   url_of=([all]="$DATABASE_URL")
   export DB_ALLOW_PRIVILEGED_LOGIN=true
@@ -131,20 +139,20 @@ on_signal() {
   # `return` here would return the interrupted wait's status, 130, and set -e would end the script.)
   if [[ -n $stopping ]]; then return 0; fi
   stopping=$1
-  log "$1: stopping api, relay and settlement"
+  log "$1: stopping api, relay, settlement and webhooks"
   stop_roles "${pid_of[@]}"
 }
 trap 'on_signal SIGINT' INT
 trap 'on_signal SIGTERM' TERM
 
 if [[ $single == true ]]; then
-  log "starting api (port ${PORT:-3000}), relay and settlement in one process, as the owner" \
-    "(Ctrl-C to stop)"
+  log "starting api (port ${PORT:-3000}), relay, settlement and webhooks in one process," \
+    "as the owner (Ctrl-C to stop)"
   start_role all "$metrics_port" \
     node --max-old-space-size=1024 --import ./dist/platform/register-tracing.js dist/apps/all/main.js
 else
-  log "starting api (port ${PORT:-3000}), relay and settlement, each as its own login" \
-    "(Ctrl-C to stop)"
+  log "starting api (port ${PORT:-3000}), relay, settlement and webhooks, each as its own" \
+    "login (Ctrl-C to stop)"
   start_role api "$metrics_port" \
     node --max-old-space-size=1024 --import ./dist/platform/register-tracing.js dist/apps/api/main.js
   start_role relay "$((metrics_port + 1))" \
@@ -153,6 +161,9 @@ else
   start_role settlement "$((metrics_port + 2))" \
     node --max-old-space-size=1024 --import ./dist/platform/register-tracing.js \
     dist/apps/settlement/main.js
+  start_role webhooks "$((metrics_port + 3))" \
+    node --max-old-space-size=1024 --import ./dist/platform/register-tracing.js \
+    dist/apps/webhooks/main.js
 fi
 
 # How a process with wait status $1 ended: "exited with code 1", "was killed by SIGKILL".

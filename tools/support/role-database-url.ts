@@ -4,15 +4,16 @@
  * as deployed, never as the owner (the owner only creates the database and migrates it).
  */
 
-export type ServiceRole = 'api' | 'relay' | 'settlement';
+export type ServiceRole = 'api' | 'relay' | 'settlement' | 'webhooks';
 
-export const SERVICE_ROLES: readonly ServiceRole[] = ['api', 'relay', 'settlement'];
+export const SERVICE_ROLES: readonly ServiceRole[] = ['api', 'relay', 'settlement', 'webhooks'];
 
 /** The variables `scripts/stack.sh env` (and docker-compose.yml) give each role's login in. */
 export const ROLE_URL_VARIABLES: Readonly<Record<ServiceRole, string>> = {
   api: 'API_DATABASE_URL',
   relay: 'RELAY_DATABASE_URL',
   settlement: 'SETTLEMENT_DATABASE_URL',
+  webhooks: 'WEBHOOKS_DATABASE_URL',
 };
 
 /**
