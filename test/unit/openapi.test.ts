@@ -27,6 +27,13 @@ describe('buildOpenApiDocument', () => {
       '/payments/{id}',
       '/payments/{id}/refunds',
       '/refunds/{id}',
+      '/webhook_endpoints',
+      '/webhook_endpoints/{id}',
+      '/webhook_endpoints/{id}/rotate_secret',
+      '/webhook_endpoints/{id}/deliveries',
+      '/webhook_endpoints/{id}/deliveries/{delivery_id}',
+      '/webhook_endpoints/{id}/deliveries/{delivery_id}/retry',
+      '/webhook_endpoints/{id}/replay',
     ]);
     expect(Object.keys(doc.paths['/payments/{id}/refunds'] ?? {})).toEqual(['post', 'get']);
     expect(Object.keys(doc.paths['/payments'] ?? {})).toEqual(['post', 'get']);
@@ -126,6 +133,33 @@ describe('buildOpenApiDocument', () => {
       if (path === '/payments/{id}') expect(documented['404']).toEqual(['not_found']);
     },
   );
+
+  it('when generated, then the webhook operations name existing schemas, show the secret only on create and rotate, and require a key for replay', () => {
+    const text = JSON.stringify(doc);
+    for (const [, name] of text.matchAll(/"#\/components\/schemas\/([A-Za-z]+)"/g)) {
+      expect(doc.components.schemas, name).toHaveProperty(name ?? '');
+    }
+    const schemas = doc.components.schemas;
+    expect(Object.keys(schemas.CreatedWebhookEndpoint?.properties ?? {})).toContain('secret');
+    expect(Object.keys(schemas.RotatedWebhookSecret?.properties ?? {})).toContain('secret');
+    expect(Object.keys(schemas.WebhookEndpoint?.properties ?? {})).not.toContain('secret');
+    expect(Object.keys(schemas.WebhookDeliveryDetail?.properties ?? {})).toContain(
+      'attempt_history',
+    );
+    expect(schemas.CreateWebhookEndpointRequest?.required).toEqual(['url', 'enabled_events']);
+    type Op = {
+      parameters: { name: string; required: boolean }[];
+      responses: Record<string, unknown>;
+    };
+    const paths = doc.paths as unknown as Record<string, Record<string, Op>>;
+    const replay = paths['/webhook_endpoints/{id}/replay']?.post;
+    expect(replay?.parameters.find((p) => p.name === 'Idempotency-Key')?.required).toBe(true);
+    const create = paths['/webhook_endpoints']?.post;
+    expect(create?.parameters.find((p) => p.name === 'Idempotency-Key')?.required).toBe(false);
+    expect(Object.keys(create?.responses ?? {})).toEqual(
+      expect.arrayContaining(['201', '400', '409', '422']),
+    );
+  });
 });
 
 /** The error table of the product brief (section 4), written out by hand on purpose. */

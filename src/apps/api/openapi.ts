@@ -25,6 +25,7 @@ import {
   getRefundOperation,
   listRefundsOperation,
 } from './refunds-openapi.js';
+import { webhookPaths, webhookSchemas } from './webhooks-openapi.js';
 
 const listParameters = [
   limitParameter,
@@ -123,6 +124,7 @@ export function buildOpenApiDocument(): JsonObject {
       '/payments/{id}': { get: getPaymentOperation() },
       '/payments/{id}/refunds': { post: createRefundOperation(), get: listRefundsOperation() },
       '/refunds/{id}': { get: getRefundOperation() },
+      ...webhookPaths(),
     },
     components: {
       securitySchemes: { apiKey: { type: 'http', scheme: 'bearer' } },
@@ -133,6 +135,7 @@ export function buildOpenApiDocument(): JsonObject {
         { schema: createRefundBodySchema, io: 'input' },
         { schema: refundSchema, io: 'output' },
         { schema: refundListSchema, io: 'output' },
+        ...webhookSchemas,
         { schema: problemSchema, io: 'output' },
       ]),
     },
