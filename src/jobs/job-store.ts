@@ -38,7 +38,10 @@ export interface ClaimLimits {
 export interface ClaimFilter {
   /** `AND ...` over the job table's columns, spelled `${table}.column` (trusted SQL, no params). */
   due?: string;
-  /** At most `cap` jobs of one `column` value in flight in this worker, `busy` counting them. */
+  /**
+   * At most `cap` jobs of one `column` value (a uuid column) in flight in this worker, `busy`
+   * counting them (the worker keeps the count: JobHandler.group).
+   */
   group?: { column: string; cap: number; busy: ReadonlyMap<string, number> };
 }
 

@@ -127,7 +127,9 @@ const OUTCOME_LOST: Failure = {
  * step that fails after the attempt (the completion's transaction, say) is recorded as the job's
  * last failure and retried after the backoff; the claim counted the attempt, so a step that keeps
  * failing ends in the dead-letter queue at the limit. If even that record fails (database down),
- * the lease runs out and the job is claimed again.
+ * the lease runs out and the job is claimed again. A kind may add rules of its own (webhooks):
+ * a claim filter and a per-group in-flight cap, its own retry delay, and a give-up in place of the
+ * dead letter; without them the engine behaves as above.
  */
 export function createJobWorker<J extends ClaimedJob, F>(
   deps: JobWorkerDeps<J, F>,
