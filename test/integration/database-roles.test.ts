@@ -1,6 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registerWebhookEndpointProbe } from '../../src/apps/webhooks/webhook-endpoint-metrics.js';
 import { createIdempotencyReaper } from '../../src/idempotency/idempotency-reaper.js';
+import { metricsRegistry } from '../../src/platform/metrics.js';
 import {
   assertUnprivilegedLogin,
   PrivilegedLoginError,
@@ -12,6 +15,15 @@ import { postRefund } from '../support/refund-client.js';
 import { eventually } from '../support/settlement-harness.js';
 import { getJson, postPayment, startTestApi, type TestApi } from '../support/test-api.js';
 import { startTestPipeline } from '../support/test-pipeline.js';
+import {
+  deliveryState,
+  insertEndpoint,
+  insertMerchant,
+  queueEvent,
+  startTestDelivery,
+} from '../support/webhook-fixtures.js';
+import { startWebhookTestReceiver } from '../support/webhook-test-receiver.js';
+import { reapWebhookEvents } from '../../src/webhooks/webhook-delivery.js';
 
 /** Issue #11 item 3: each process kind's login holds only what its statements need. */
 
@@ -109,6 +121,53 @@ describe('the relay and settlement logins', () => {
     expect(await attempt('settlement', 'SELECT count(*) FROM idempotency_keys')).toBe(
       INSUFFICIENT_PRIVILEGE,
     );
+  });
+});
+
+describe('the webhooks login', () => {
+  it('when it delivers, reaps and reads its gauges, then every statement is allowed; it cannot read payments, touch the outbox, store events or edit endpoints', async () => {
+    const receiver = await startWebhookTestReceiver();
+    const merchantId = await insertMerchant(db.pool);
+    const endpoint = await insertEndpoint(db.pool, merchantId, receiver.url('/hooks'));
+    const paymentId = randomUUID();
+    const fresh = await queueEvent(db.pool, merchantId, paymentId, 'payment.settled', [
+      endpoint.id,
+    ]);
+    const old = await queueEvent(db.pool, merchantId, paymentId, 'payment.failed', []);
+    await db.pool.query(
+      `UPDATE webhook_events SET created_at = now() - interval '2 days' WHERE event_id = $1`,
+      [old.eventId],
+    );
+    const unregister = registerWebhookEndpointProbe(login('webhooks'));
+    const gauge = (name: string) => metricsRegistry.getSingleMetricAsString(name);
+    expect(await gauge('webhook_oldest_pending_delivery_age_seconds')).toContain(endpoint.id);
+    const delivery = startTestDelivery(db);
+    try {
+      const deliveryId = fresh.deliveries.get(endpoint.id) ?? '';
+      await eventually('delivered as the webhooks login', async () =>
+        (await deliveryState(db.pool, deliveryId)).status === 'delivered' ? true : undefined,
+      );
+      expect(receiver.at('/hooks')).toHaveLength(1);
+    } finally {
+      await delivery.stop();
+      await receiver.close();
+    }
+    expect(await reapWebhookEvents(login('webhooks'), 86_400, 10)).toBe(1);
+    expect(await gauge('webhook_endpoints_disabled')).toContain(
+      'webhook_endpoints_disabled{reason="gone"} 0',
+    );
+    expect(await gauge('webhook_oldest_pending_delivery_age_seconds')).not.toContain(endpoint.id);
+    unregister();
+    for (const sql of [
+      'SELECT count(*) FROM payments',
+      'SELECT count(*) FROM outbox',
+      'INSERT INTO outbox (event_id) VALUES (gen_random_uuid())',
+      'INSERT INTO webhook_events SELECT * FROM webhook_events WHERE false',
+      "UPDATE webhook_endpoints SET url = 'https://example.com' WHERE false",
+      'DELETE FROM webhook_endpoints WHERE false',
+    ]) {
+      expect(await attempt('webhooks', sql), sql).toBe(INSUFFICIENT_PRIVILEGE);
+    }
   });
 });
 
