@@ -1,0 +1,115 @@
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Webhook } from 'standardwebhooks';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startWebhookReceiver, type WebhookReceiver } from '../../tools/webhooks/receiver.js';
+import { readReceiptsFiles } from '../../tools/webhooks/webhook-receipt.js';
+
+const SECRET = `whsec_${Buffer.alloc(32, 1).toString('base64')}`;
+const OTHER = `whsec_${Buffer.alloc(32, 2).toString('base64')}`;
+const BODY = JSON.stringify({
+  id: 'evt-1',
+  type: 'payment.settled',
+  subject: 'pay-1',
+  data: { id: 'pay-1' },
+});
+
+let receiver: WebhookReceiver | undefined;
+afterEach(async () => {
+  await receiver?.close();
+  receiver = undefined;
+});
+
+/** A signed POST as the delivery worker sends it (one signature per secret); status or 'timeout'. */
+async function send(
+  to: WebhookReceiver,
+  secrets: readonly string[],
+  { id = 'evt-1', timeoutMs = 5_000, urlPath = '/hook' } = {},
+): Promise<number | 'timeout'> {
+  const now = new Date();
+  const signature = secrets.map((secret) => new Webhook(secret).sign(id, now, BODY)).join(' ');
+  try {
+    const res = await fetch(`${to.origin}${urlPath}`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'webhook-id': id,
+        'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+        'webhook-signature': signature,
+      },
+      body: BODY,
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    await res.text();
+    return res.status;
+  } catch (error) {
+    if ((error as Error).name === 'TimeoutError') return 'timeout';
+    throw error;
+  }
+}
+
+describe('webhook receiver (tools/webhooks/receiver.ts)', () => {
+  it('when a request is signed with its secret, then it answers 200 and records the event; with another secret 401', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'receiver-'));
+    const file = path.join(dir, 'receipts.jsonl');
+    receiver = await startWebhookReceiver({ secrets: [SECRET], receiptsFile: file });
+    expect(await send(receiver, [SECRET])).toBe(200);
+    expect(await send(receiver, [OTHER])).toBe(401);
+    const read = await readReceiptsFiles([file]);
+    expect([...read.origins]).toEqual([receiver.origin]);
+    expect(read.receipts).toMatchObject([
+      {
+        url: `${receiver.origin}/hook`,
+        webhook_id: 'evt-1',
+        event_id: 'evt-1',
+        type: 'payment.settled',
+        subject: 'pay-1',
+        data_id: 'pay-1',
+        signature_valid: true,
+        valid_secrets: [0],
+        status: 200,
+        attempt: 1,
+      },
+      { signature_valid: false, valid_secrets: [], status: 401, attempt: 2 },
+    ]);
+  });
+
+  it("when two secrets sign (a rotation), then each of the receiver's secrets verifies it; per-path secrets apply to their path only", async () => {
+    receiver = await startWebhookReceiver({ secrets: [SECRET, OTHER] });
+    expect(await send(receiver, [SECRET, OTHER])).toBe(200);
+    expect(receiver.receipts()[0]?.valid_secrets).toEqual([0, 1]);
+    receiver.setSecrets([OTHER], '/other');
+    expect(await send(receiver, [SECRET], { urlPath: '/other' })).toBe(401);
+    expect(await send(receiver, [OTHER], { urlPath: '/other' })).toBe(200);
+  });
+
+  it('when it fails the first attempts, fails until a time, or is gone, then it answers 500 or 410 as told', async () => {
+    receiver = await startWebhookReceiver({
+      secrets: [SECRET],
+      mode: { kind: 'fail-first', attempts: 2 },
+    });
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push(await send(receiver, [SECRET]));
+    statuses.push(await send(receiver, [SECRET], { id: 'evt-2' }));
+    expect(statuses).toEqual([500, 500, 200, 500]);
+
+    receiver.setMode({ kind: 'fail-until', until: new Date(Date.now() + 60_000) });
+    expect(await send(receiver, [SECRET], { id: 'evt-3' })).toBe(500);
+    receiver.setMode({ kind: 'fail-until', until: new Date(Date.now() - 1) });
+    expect(await send(receiver, [SECRET], { id: 'evt-3' })).toBe(200);
+    receiver.setMode({ kind: 'gone' });
+    expect(await send(receiver, [SECRET], { id: 'evt-4' })).toBe(410);
+  });
+
+  it('when it hangs, then a request before the time is never answered (recorded with no status) and one after it is', async () => {
+    receiver = await startWebhookReceiver({
+      secrets: [SECRET],
+      mode: { kind: 'hang', until: new Date(Date.now() + 60_000) },
+    });
+    expect(await send(receiver, [SECRET], { timeoutMs: 300 })).toBe('timeout');
+    expect(receiver.receipts()[0]).toMatchObject({ status: null, signature_valid: true });
+    receiver.setMode({ kind: 'hang', until: new Date(Date.now() - 1) });
+    expect(await send(receiver, [SECRET])).toBe(200);
+  });
+});
