@@ -12,6 +12,7 @@ import {
   startTestDelivery,
   verifyReceived,
 } from '../support/webhook-fixtures.js';
+import { reapWebhookEvents } from '../../src/webhooks/webhook-delivery.js';
 import {
   startWebhookTestReceiver,
   type WebhookTestReceiver,
@@ -149,5 +150,35 @@ describe('webhook delivery', () => {
     expect(states.every((s) => !s.job)).toBe(true);
     expect(receiver.at('/gone')).toHaveLength(1);
     expect(await endpointState(db.pool, endpoint.id)).toMatchObject({ disabled_reason: 'gone' });
+  });
+
+  it('when events are older than the retention, then the reaper deletes them with their deliveries, except one still pending', async () => {
+    const endpoint = await insertEndpoint(db.pool, merchantId, receiver.url('/reaped'));
+    const old = await queueEvent(db.pool, merchantId, randomUUID(), 'payment.settled', [
+      endpoint.id,
+    ]);
+    const oldPending = await queueEvent(db.pool, merchantId, randomUUID(), 'payment.failed', [
+      endpoint.id,
+    ]);
+    const fresh = await queueEvent(db.pool, merchantId, randomUUID(), 'payment.failed', [
+      endpoint.id,
+    ]);
+    await db.pool.query(
+      `UPDATE webhook_deliveries SET status = 'delivered' WHERE event_id = ANY($1)`,
+      [[old.eventId, fresh.eventId]],
+    );
+    await db.pool.query(`DELETE FROM webhook_delivery_jobs WHERE endpoint_id = $1`, [endpoint.id]);
+    await db.pool.query(
+      `UPDATE webhook_events SET created_at = now() - interval '2 days' WHERE event_id = ANY($1)`,
+      [[old.eventId, oldPending.eventId]],
+    );
+    // As the webhooks role runs it, a day's retention.
+    expect(await reapWebhookEvents(db.login('webhooks'), 86_400, 100)).toBe(1);
+    const { rows } = await db.pool.query<{ event_id: string }>(
+      `SELECT e.event_id FROM webhook_events e JOIN webhook_deliveries d USING (event_id)
+        WHERE d.endpoint_id = $1 ORDER BY e.created_at`,
+      [endpoint.id],
+    );
+    expect(rows.map((row) => row.event_id)).toEqual([oldPending.eventId, fresh.eventId]);
   });
 });
