@@ -461,4 +461,36 @@ describe('POST /webhook_endpoints/{id}/replay', () => {
     );
     expect(rows[0]?.n).toBe(0);
   });
+
+  it('when the same replay is sent many times at once, then every answer is the same and each event is queued once', async () => {
+    await db.pool.query('DELETE FROM webhook_events');
+    const endpointId = await newEndpoint();
+    await seedEvent('payment.settled', 10);
+    await seedEvent('refund.failed', 5);
+    const since = new Date(Date.now() - 60 * 60_000).toISOString();
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        post(`/webhook_endpoints/${endpointId}/replay`, apiKey, { since }, 'replay-burst'),
+      ),
+    );
+    const settled = answers.filter((a) => a.status === 202);
+    // A twin still in flight may be answered 409 idempotency_key_in_use; none is anything else.
+    for (const a of answers.filter((x) => x.status !== 202)) {
+      expect(a.json.code).toBe('idempotency_key_in_use');
+    }
+    expect(settled.length).toBeGreaterThan(0);
+    expect(new Set(settled.map((a) => a.text)).size).toBe(1);
+    expect(settled[0]?.json).toEqual({
+      object: 'webhook_replay',
+      replayed: 2,
+      has_more: false,
+      next_since: null,
+    });
+    const { rows } = await db.pool.query<{ deliveries: number; jobs: number }>(
+      `SELECT (SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = $1)::int AS deliveries,
+              (SELECT count(*) FROM webhook_delivery_jobs WHERE endpoint_id = $1)::int AS jobs`,
+      [endpointId],
+    );
+    expect(rows[0]).toEqual({ deliveries: 2, jobs: 2 });
+  });
 });

@@ -228,6 +228,8 @@ describe('POST /webhook_endpoints', () => {
     );
     expect(patched.status).toBe(422);
     expect(patched.json.detail).toContain('private address');
+    const unchanged = await getJson(api, `/webhook_endpoints/${allowed.json.id as string}`, apiKey);
+    expect(unchanged.json.url).toBe('http://127.0.0.1:8080/hooks');
     await deleteAll();
   });
 
@@ -350,6 +352,12 @@ describe('/webhook_endpoints/{id}', () => {
       expires_in_seconds: 3600,
     });
     expect(rotated.status).toBe(200);
+    // A bad body is refused before anything changes.
+    for (const bad of [{ expires_in_seconds: -1 }, { expires_in_seconds: 1.5 }, { grace: 1 }]) {
+      const refused = await post(api, `/webhook_endpoints/${id}/rotate_secret`, apiKey, bad);
+      expect(refused.status).toBe(400);
+      expect(refused.json.code).toBe('validation_failed');
+    }
     expect(rotated.json.secret).toMatch(SECRET);
     expect(rotated.json.secret).not.toBe(created.json.secret);
     const expiresAt = Date.parse(rotated.json.previous_secret_expires_at as string);
@@ -383,6 +391,23 @@ describe('/webhook_endpoints/{id}', () => {
     ]);
     const previous = Date.parse(third.json.previous_secret_expires_at as string);
     expect(previous).toBeGreaterThan(Date.now() + 86_000_000);
+    await deleteAll();
+  });
+
+  it('when created disabled, then it says so with the reason merchant', async () => {
+    const res = await post(api, '/webhook_endpoints', apiKey, {
+      url: 'http://127.0.0.1:9/',
+      enabled_events: ['refund.succeeded'],
+      disabled: true,
+    });
+    expect(res.status).toBe(201);
+    expect(res.json).toMatchObject({
+      disabled: true,
+      disabled_reason: 'merchant',
+      disabled_at: res.json.created_at,
+    });
+    const got = await getJson(api, `/webhook_endpoints/${res.json.id as string}`, apiKey);
+    expect(got.json).toMatchObject({ disabled: true, disabled_reason: 'merchant' });
     await deleteAll();
   });
 });
