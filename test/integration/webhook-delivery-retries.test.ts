@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { capturedLogger } from '../support/captured-logger.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import {
   attemptRows,
@@ -126,7 +127,8 @@ describe('webhook retries', () => {
     ]);
     const firstId = first.deliveries.get(endpoint.id) ?? '';
     const recentId = recentEvent.deliveries.get(recent.id) ?? '';
-    const delivery = startTestDelivery(db);
+    const { lines, logger } = capturedLogger();
+    const delivery = startTestDelivery(db, {}, logger);
     try {
       await vi.waitFor(async () => {
         expect((await deliveryState(db.pool, firstId)).status).toBe('failed');
@@ -153,6 +155,14 @@ describe('webhook retries', () => {
       failed_reason: 'attempts_exhausted',
     });
     expect(await endpointState(db.pool, recent.id)).toMatchObject({ disabled_reason: null });
+    // Each give-up is logged (at debug level everything is), never with a secret.
+    expect(lines.filter((line) => line.delivery_id === firstId).map((line) => line.msg)).toContain(
+      'webhook attempts exhausted; given up',
+    );
+    const logged = JSON.stringify(lines);
+    for (const secret of [endpoint.secret, recent.secret]) {
+      expect(logged).not.toContain(secret.slice('whsec_'.length));
+    }
   });
 
   it('when the endpoint resolves to loopback and no allowlist allows it, then no connection is made and each attempt records the refusal', async () => {

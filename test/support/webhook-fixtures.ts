@@ -5,7 +5,7 @@ import {
   createWebhookDelivery,
   type WebhookDelivery,
 } from '../../src/webhooks/webhook-delivery.js';
-import { createLogger } from '../../src/platform/logger.js';
+import { createLogger, type Logger } from '../../src/platform/logger.js';
 import { testConfig, type TestDatabase } from './isolation.js';
 import type { ReceivedWebhook } from './webhook-test-receiver.js';
 
@@ -152,6 +152,7 @@ export function verifyReceived(secret: string, request: ReceivedWebhook): unknow
 export function startTestDelivery(
   db: TestDatabase,
   overrides: Record<string, string> = {},
+  logger?: Logger,
 ): WebhookDelivery {
   const config = testConfig({
     DATABASE_URL: db.roleUrl('webhooks'),
@@ -163,7 +164,7 @@ export function startTestDelivery(
   });
   const delivery = createWebhookDelivery({
     pool: db.login('webhooks'),
-    logger: createLogger(config),
+    logger: logger ?? createLogger(config),
     config,
   });
   delivery.start();
