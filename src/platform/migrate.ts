@@ -81,7 +81,8 @@ export async function applyMigrations(
     } catch (error) {
       // Every migration that began before the failing one committed (each is its own transaction).
       applied.push(...started.slice(0, -1));
-      if (!isLockNotGranted(error) || retry >= settings.lockRetries) throw error;
+      if (!isLockNotGranted(error)) throw error;
+      if (retry >= settings.lockRetries) throw lockNotGranted(started.at(-1), retry + 1, settings);
       const delayMs = delayOf(retry + 1);
       logger.warn(
         {
@@ -96,6 +97,18 @@ export async function applyMigrations(
       await new Promise((resolve) => setTimeout(resolve, delayMs));
     }
   }
+}
+
+/** The final failure: which migration, how often it waited, where to look (still 55P03). */
+function lockNotGranted(
+  migration: string | undefined,
+  tries: number,
+  settings: MigrationSettings,
+): Error {
+  const error = new Error(
+    `${migration ?? 'a migration'} was not granted its lock in ${String(tries)} tries of lock_timeout ${String(settings.lockTimeoutMs)} ms (55P03): a transaction holds the table (pg_stat_activity, pg_locks); docs/operations.md "How to upgrade"`,
+  );
+  return Object.assign(error, { code: '55P03' });
 }
 
 /** Applies pending migrations/ (tests' and tools' entry point); returns the names applied. */
