@@ -10,6 +10,8 @@ import '../../src/jobs/lease-lost.js';
 import '../../src/platform/readiness-metrics.js';
 import '../../src/refunds/refund-metrics.js';
 import '../../src/settlement/settlement-metrics.js';
+import '../../src/webhooks/webhook-metrics.js';
+import '../../src/apps/webhooks/webhook-endpoint-metrics.js';
 import { metricsRegistry } from '../../src/platform/metrics.js';
 
 /**
@@ -95,6 +97,9 @@ describe('ops/prometheus alert rules', () => {
       'SettlementBacklogHigh',
       'RefundBacklogHigh',
       'DependencyDown',
+      'WebhookDeliveryLag',
+      'WebhookDeliveriesFailing',
+      'WebhookPendingDeliveryOld',
     ]);
     const known = anchors();
     for (const rule of rules) {
@@ -135,6 +140,10 @@ describe('ops/grafana dashboard', () => {
       'jobs_lease_lost_total',
       'settlement_dead_letters_total',
       'dependency_up',
+      'webhook_deliveries_total',
+      'webhook_oldest_due_delivery_age_seconds',
+      'webhook_oldest_pending_delivery_age_seconds',
+      'webhook_endpoints_disabled',
     ]) {
       expect(used, name).toContain(name);
     }

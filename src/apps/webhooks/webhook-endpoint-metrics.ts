@@ -1,12 +1,14 @@
 import type { QueryConfig } from 'pg';
 import { Gauge } from 'prom-client';
+import { CLAIMABLE_AT } from '../../jobs/job-table.js';
 import type { Queryable } from '../../platform/db.js';
 import { metricsRegistry } from '../../platform/metrics.js';
 
 /**
  * The webhooks role's view of the endpoints, read from the database when /metrics is scraped:
- * how many are disabled (by reason), and for the endpoints with pending deliveries how long the
- * oldest has been waiting. The deliveries' outcomes are counted as they happen
+ * how many are disabled (by reason), how long the oldest delivery that could be sent now has
+ * waited for a worker, and for the endpoints with pending deliveries how long the oldest has
+ * been waiting. The deliveries' outcomes are counted as they happen
  * (src/webhooks/webhook-metrics.ts); the delivery jobs' depth and age are the job engine's
  * (`jobs{kind="webhook"}`).
  */
@@ -22,12 +24,15 @@ export const WEBHOOK_PROBE_TIMEOUT_MS = 2_000;
 
 interface EndpointStats {
   disabled: Record<string, number>;
+  /** Seconds the oldest delivery that could be sent now (due, unleased, first of its payment
+   * to its endpoint) has waited for a worker; 0 when none. */
+  oldestDue: number;
   /** endpoint id -> seconds its oldest pending delivery has been waiting. */
   oldestPending: Map<string, number>;
 }
 
 let probeDb: Queryable | undefined;
-let last: EndpointStats = { disabled: {}, oldestPending: new Map() };
+let last: EndpointStats = { disabled: {}, oldestDue: 0, oldestPending: new Map() };
 let inFlight: Promise<EndpointStats> | undefined;
 
 export const webhookEndpointMetrics = {
@@ -39,6 +44,14 @@ export const webhookEndpointMetrics = {
     async collect() {
       const stats = await refresh();
       for (const reason of DISABLED_REASONS) this.set({ reason }, stats.disabled[reason] ?? 0);
+    },
+  }),
+  oldestDueAge: new Gauge({
+    name: 'webhook_oldest_due_delivery_age_seconds',
+    help: 'Seconds the oldest delivery that could be sent now (due, not leased, no earlier delivery of its payment pending to its endpoint) has waited for a worker; 0 when none. Read at scrape time',
+    registers: [metricsRegistry],
+    async collect() {
+      this.set((await refresh()).oldestDue);
     },
   }),
   oldestPendingAge: new Gauge({
@@ -79,6 +92,22 @@ const DISABLED_QUERY: BoundedQuery = {
   query_timeout: WEBHOOK_PROBE_TIMEOUT_MS,
 };
 
+/**
+ * The claim's own conditions (job-table.ts CLAIMABLE_AT, and the order rule: no earlier seq of
+ * the payment pending to the endpoint), so a delivery held back behind an earlier one in retry
+ * backoff does not count as waiting for a worker.
+ */
+const OLDEST_DUE_QUERY: BoundedQuery = {
+  text: `SELECT coalesce(extract(epoch FROM now() - min(${CLAIMABLE_AT})), 0)::float8 AS seconds
+           FROM webhook_delivery_jobs j
+          WHERE j.state = 'pending'
+            AND ${CLAIMABLE_AT} <= now()
+            AND NOT EXISTS (SELECT 1 FROM webhook_delivery_jobs e
+                             WHERE e.endpoint_id = j.endpoint_id AND e.payment_id = j.payment_id
+                               AND e.seq < j.seq AND e.state = 'pending')`,
+  query_timeout: WEBHOOK_PROBE_TIMEOUT_MS,
+};
+
 const OLDEST_PENDING_QUERY: BoundedQuery = {
   text: `SELECT endpoint_id, extract(epoch FROM now() - min(created_at))::float8 AS seconds
            FROM webhook_delivery_jobs
@@ -90,18 +119,20 @@ const OLDEST_PENDING_QUERY: BoundedQuery = {
 };
 
 /**
- * Two small statements: the disabled endpoints (a count over the endpoints table), and the
- * pending delivery jobs (one per pending delivery: the table is the backlog) grouped by
+ * Three small statements: the disabled endpoints (a count over the endpoints table), the
+ * oldest delivery a worker could take now, and the pending delivery jobs (one per pending delivery: the table is the backlog) grouped by
  * endpoint, their created_at being when the delivery was queued, or queued again by a retry or
  * replay.
  */
 async function read(db: Queryable): Promise<EndpointStats> {
-  const [reasons, ages] = await Promise.all([
+  const [reasons, due, ages] = await Promise.all([
     db.query<{ reason: string; n: number }>(DISABLED_QUERY),
+    db.query<{ seconds: number }>(OLDEST_DUE_QUERY),
     db.query<{ endpoint_id: string; seconds: number }>(OLDEST_PENDING_QUERY),
   ]);
   return {
     disabled: Object.fromEntries(reasons.rows.map((row) => [row.reason, row.n])),
+    oldestDue: Math.max(0, due.rows[0]?.seconds ?? 0),
     oldestPending: new Map(ages.rows.map((row) => [row.endpoint_id, Math.max(0, row.seconds)])),
   };
 }
