@@ -1,13 +1,13 @@
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { paymentEventId } from '../../src/outbox/event-id.js';
 import { refundEventId } from '../../src/outbox/refund-event-id.js';
 import type { VerifyReport } from '../../tools/verify/verify-payments.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../tools/webhooks/receiver.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
+import { postSignedWebhook } from '../support/post-signed-webhook.js';
 import { eventually } from '../support/settlement-harness.js';
 import { getJson, postPayment, type TestApi } from '../support/test-api.js';
 import { startTestPipeline } from '../support/test-pipeline.js';
@@ -26,7 +26,6 @@ let db: TestDatabase;
 let api: TestApi;
 let receiver: WebhookReceiver;
 let receipts: string;
-let dir: string;
 let endpointId: string;
 const ids: Record<string, string> = {};
 /** The stored events, in delivery order: [name, event id, payment id, type, data.id]. */
@@ -46,21 +45,9 @@ async function violationCodes(run: Promise<{ stdout: string }>): Promise<string[
   return Object.keys(report.counts);
 }
 
-/** POSTs a signed request as the delivery worker does; resolves with the status. */
-async function deliver(eventId: string, body: string, secret = SECRET): Promise<number> {
-  const now = new Date();
-  const res = await fetch(`${receiver.origin}/hooks`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      'webhook-id': eventId,
-      'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
-      'webhook-signature': new Webhook(secret).sign(eventId, now, body),
-    },
-    body,
-  });
-  await res.text();
-  return res.status;
+/** Sends a signed request as the delivery worker does; resolves with the status. */
+function deliver(eventId: string, body: string, secret = SECRET): Promise<number> {
+  return postSignedWebhook(`${receiver.origin}/hooks`, eventId, body, [secret]);
 }
 
 /** Runs `fn` with a receipts file rewritten by `edit`, then puts the original back. */
@@ -73,12 +60,8 @@ async function withEditedReceipts(
     .trim()
     .split('\n')
     .map((line) => JSON.parse(line) as Record<string, unknown>);
-  await writeFile(
-    receipts,
-    edit(lines)
-      .map((line) => `${JSON.stringify(line)}\n`)
-      .join(''),
-  );
+  const edited = edit(lines).map((line) => JSON.stringify(line));
+  await writeFile(receipts, `${edited.join('\n')}\n`);
   try {
     await fn();
   } finally {
@@ -89,8 +72,7 @@ async function withEditedReceipts(
 beforeAll(async () => {
   db = await createTestDatabase();
   api = await startTestPipeline(db);
-  dir = await mkdtemp(path.join(tmpdir(), 'verify-webhooks-'));
-  receipts = path.join(dir, 'receipts.jsonl');
+  receipts = path.join(await mkdtemp(path.join(tmpdir(), 'verify-webhooks-')), 'receipts.jsonl');
   receiver = await startWebhookReceiver({ secrets: [SECRET], receiptsFile: receipts });
   const { id: merchantId, apiKey } = await api.merchant();
   for (const [name, source] of Object.entries({
