@@ -274,7 +274,7 @@ describe('every role with its own login', () => {
 describe('the start-up guard', () => {
   it('when a login owns the tables, then it is refused; a role login passes', async () => {
     await expect(assertUnprivilegedLogin(db.pool)).rejects.toBeInstanceOf(PrivilegedLoginError);
-    for (const role of ['api', 'relay', 'settlement'] as const) {
+    for (const role of ['api', 'relay', 'settlement', 'webhooks'] as const) {
       await expect(assertUnprivilegedLogin(login(role))).resolves.toBeUndefined();
     }
   });
