@@ -1,10 +1,14 @@
 import { mkdtemp } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startWebhookReceiver, type WebhookReceiver } from '../../tools/webhooks/receiver.js';
 import { readReceiptsFiles } from '../../tools/webhooks/webhook-receipt.js';
+import { parseReceiverMode } from '../../tools/webhooks/parse-receiver-mode.js';
+import { startReceiverSet } from '../../tools/webhooks/start-receiver-set.js';
 
 const SECRET = `whsec_${Buffer.alloc(32, 1).toString('base64')}`;
 const OTHER = `whsec_${Buffer.alloc(32, 2).toString('base64')}`;
@@ -111,5 +115,67 @@ describe('webhook receiver (tools/webhooks/receiver.ts)', () => {
     expect(receiver.receipts()[0]).toMatchObject({ status: null, signature_valid: true });
     receiver.setMode({ kind: 'hang', until: new Date(Date.now() - 1) });
     expect(await send(receiver, [SECRET])).toBe(200);
+  });
+
+  it('when a mode is written on a command line, then it parses to the mode, and anything else names the forms', () => {
+    const now = Date.parse('2026-01-01T00:00:00Z');
+    expect(parseReceiverMode('ok')).toEqual({ kind: 'ok' });
+    expect(parseReceiverMode('fail-first:3')).toEqual({ kind: 'fail-first', attempts: 3 });
+    expect(parseReceiverMode('fail-for:30', now)).toEqual({
+      kind: 'fail-until',
+      until: new Date(now + 30_000),
+    });
+    expect(parseReceiverMode('hang-for:1.5', now)).toEqual({
+      kind: 'hang',
+      until: new Date(now + 1_500),
+    });
+    expect(parseReceiverMode('gone')).toEqual({ kind: 'gone' });
+    expect(() => parseReceiverMode('fail-first:x')).toThrow('needs a number');
+    expect(() => parseReceiverMode('flaky')).toThrow('--mode must be ok, fail-first:<n>');
+  });
+
+  it('when a receiver set starts, then each receiver gets an endpoint per merchant through the API and verifies with the secret it answered', async () => {
+    const posted: { auth: string | undefined; body: { url: string; enabled_events: string[] } }[] =
+      [];
+    const fakeApi = createServer((req, res) => {
+      let text = '';
+      req.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      req.on('end', () => {
+        posted.push({ auth: req.headers.authorization, body: JSON.parse(text) as never });
+        const n = posted.length;
+        res.writeHead(201, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ id: `we_${n}`, secret: n === 1 ? SECRET : OTHER }));
+      });
+    });
+    await new Promise<void>((resolve) => fakeApi.listen(0, '127.0.0.1', resolve));
+    const apiUrl = `http://127.0.0.1:${(fakeApi.address() as AddressInfo).port}`;
+    const dir = await mkdtemp(path.join(tmpdir(), 'receiver-set-'));
+    const set = await startReceiverSet({
+      modes: [{ kind: 'ok' }],
+      dir,
+      apiUrl,
+      apiKeys: ['k1', 'k2'],
+    });
+    try {
+      expect(posted.map((post) => [post.auth, post.body.enabled_events])).toEqual([
+        ['Bearer k1', ['*']],
+        ['Bearer k2', ['*']],
+      ]);
+      const [receiver] = set.receivers;
+      if (!receiver) throw new Error('no receiver');
+      expect(set.endpoints).toEqual([
+        [
+          { id: 'we_1', url: `${receiver.origin}/hooks/1` },
+          { id: 'we_2', url: `${receiver.origin}/hooks/2` },
+        ],
+      ]);
+      expect(set.files).toEqual([path.join(dir, 'webhooks-1.jsonl')]);
+      expect(await send(receiver, [SECRET], { urlPath: '/hooks/1' })).toBe(200);
+      expect(await send(receiver, [SECRET], { urlPath: '/hooks/2' })).toBe(401);
+      expect(await send(receiver, [OTHER], { urlPath: '/hooks/2' })).toBe(200);
+    } finally {
+      await set.close();
+      fakeApi.close();
+    }
   });
 });

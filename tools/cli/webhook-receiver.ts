@@ -2,7 +2,8 @@ import { readFileSync, statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { UsageError } from '../../src/cli/run-cli.js';
 import { createEndpointsFor } from '../webhooks/create-endpoints.js';
-import { startWebhookReceiver, type ReceiverMode } from '../webhooks/receiver.js';
+import { parseReceiverMode } from '../webhooks/parse-receiver-mode.js';
+import { startWebhookReceiver } from '../webhooks/receiver.js';
 
 const USAGE = `usage: npm run webhooks:receiver -- --receipts <file> [--port <n>] [--host <address>]
                          [--secret <whsec_...>]... [--secrets-file <file>] [--mode <mode>]
@@ -50,12 +51,18 @@ async function main(): Promise<void> {
   const apiUrl = values['api-url'];
   if (keys.length > 0 && !apiUrl) throw new UsageError('--endpoints-for needs --api-url');
   const fixed = values.secret;
+  let mode;
+  try {
+    mode = parseReceiverMode(values.mode);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
   const secretsFile = values['secrets-file'];
   const receiver = await startWebhookReceiver({
     receiptsFile: values.receipts,
     host: values.host,
     port: Number(values.port),
-    mode: parseMode(values.mode),
+    mode,
     secrets: fixed,
     ...(secretsFile ? { loadSecrets: secretsFromFile(secretsFile, fixed) } : {}),
   });
@@ -75,29 +82,6 @@ async function main(): Promise<void> {
     await stopped;
   } finally {
     await receiver.close();
-  }
-}
-
-function parseMode(text: string): ReceiverMode {
-  const [kind, value = ''] = text.split(':', 2);
-  const number = (what: string) => {
-    if (!/^\d+(\.\d+)?$/.test(value))
-      throw new UsageError(`--mode ${kind}:<${what}> needs a number`);
-    return Number(value);
-  };
-  switch (kind) {
-    case 'ok':
-      return { kind: 'ok' };
-    case 'gone':
-      return { kind: 'gone' };
-    case 'fail-first':
-      return { kind: 'fail-first', attempts: number('attempts') };
-    case 'fail-for':
-      return { kind: 'fail-until', until: new Date(Date.now() + number('seconds') * 1000) };
-    case 'hang-for':
-      return { kind: 'hang', until: new Date(Date.now() + number('seconds') * 1000) };
-    default:
-      throw new UsageError(`--mode must be ok, fail-first:<n>, fail-for:<s>, hang-for:<s> or gone`);
   }
 }
 
