@@ -12,8 +12,8 @@ const USAGE = `usage: npm run webhooks:receiver -- --receipts <file> [--port <n>
   --port          port to listen on (default 0: any free one; the URL is printed)
   --host          address to listen on (default 127.0.0.1)
   --secret        a signing secret to verify with (repeatable)
-  --secrets-file  one secret per line, read again whenever the file changes (k6/run.sh writes
-                  the secret shown at the endpoint's creation there)
+  --secrets-file  one secret per line, read again whenever the file changes (for secrets
+                  known only after the receiver started)
   --mode          ok (default) | fail-first:<n> | fail-for:<seconds> | hang-for:<seconds> | gone
   --endpoints-for for each merchant's API key, create an endpoint at <origin>/hooks/<n> through
                   the API at --api-url (POST /webhook_endpoints) and verify its requests with the
