@@ -34,6 +34,8 @@ export interface ChaosReport {
   windows: WindowStats[];
   k6: { script: string; exitCode: number | null; summary: K6Summary | null }[];
   logs: { name: string; starts: number; counts: LogCounts }[];
+  /** Lines of a phase's own section (the rolling restart's), printed after the windows. */
+  notes?: string[];
   verify: { exitCode: number | null; output: string };
   /** Why the run failed; empty when it passed. */
   failures: string[];
@@ -145,6 +147,7 @@ export function formatChaosReport(report: ChaosReport): string {
     );
   }
 
+  out.push(...(report.notes ?? []));
   out.push('', 'Load (k6; 105: stopped by chaos; 99: thresholds crossed, expected under faults)');
   for (const { script, exitCode, summary } of report.k6) {
     out.push(`  ${script}: exit ${exitCode ?? 'none'}`);

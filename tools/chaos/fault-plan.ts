@@ -12,7 +12,9 @@ export type FaultAction =
    * Charges and refunds set to exhaust their attempts, then all of Kafka frozen (every broker)
    * until they did: their dead letters wait in the database and go out once after the thaw.
    */
-  | { kind: 'freeze-dead-letters' };
+  | { kind: 'freeze-dead-letters' }
+  /** Every process of every role replaced one at a time, as a deploy does (rolling-restart.ts). */
+  | { kind: 'rolling-restart' };
 
 export interface PlannedFault {
   label: string;
@@ -46,11 +48,14 @@ const HOLDS: Record<FaultAction['kind'], number> = {
   'pause-role': 0,
   // At least this long, and on until the dead letters it set up are due (dead-letter-fault.ts).
   'freeze-dead-letters': 6,
+  // As long as the processes take to stop and start, one after another.
+  'rolling-restart': 0,
 };
 
 /**
  * The faults of a run, in order: every role killed and restarted first (their leases then
- * expire while the load still runs), relay-1 paused past its lease (`relayPauseSeconds`), then
+ * expire while the load still runs), every process replaced one at a time (a deploy's rolling
+ * restart: SIGTERM, wait for the replacement's ready), relay-1 paused past its lease (`relayPauseSeconds`), then
  * each dependency frozen and thawed (Kafka while dead letters are due), then each stopped and
  * started (the slowest to restart first, so its recovery still happens under load). With the
  * three-node Kafka, its freeze and kill hit broker 2 only (the cluster must carry on with the
@@ -65,6 +70,7 @@ export function planFaults(
     { label: 'SIGKILL api-1, restart', action: { kind: 'kill-role', role: 'api' } },
     { label: 'SIGKILL relay-1, restart', action: { kind: 'kill-role', role: 'relay' } },
     { label: 'SIGKILL settlement-1, restart', action: { kind: 'kill-role', role: 'settlement' } },
+    { label: 'rolling restart of every process', action: { kind: 'rolling-restart' } },
     { label: 'SIGSTOP relay-1 past its lease', action: { kind: 'pause-role', role: 'relay' } },
     { label: 'freeze Redis', action: { kind: 'freeze', service: 'redis' } },
     { label: 'freeze Postgres', action: { kind: 'freeze', service: 'postgres' } },

@@ -17,6 +17,7 @@ import { findK6, startK6, type RunningK6 } from './k6-load.js';
 import { readK6Summary, readRequestSamples } from './k6-results.js';
 import { ENTRY_POINTS, repoRoot } from './repo-root.js';
 import { RoleFleet, ROLES, type Role } from './role-fleet.js';
+import { rollingRestartFailures, rollingRestartLines } from './rolling-restart.js';
 import { runChecked, runCommand } from './run-command.js';
 import { runFault, type FaultContext, type FaultWindow } from './run-fault.js';
 import {
@@ -274,9 +275,13 @@ async function main(): Promise<number> {
   await db.end();
   timeline.note('every process stopped');
 
-  const samples = (
-    await Promise.all(k6Runs.map((run) => readRequestSamples(run.script.csvPath).catch(() => [])))
-  ).flat();
+  const samplesByScript = await Promise.all(
+    k6Runs.map(async (run) => ({
+      script: run.script.script,
+      samples: await readRequestSamples(run.script.csvPath).catch(() => []),
+    })),
+  );
+  const samples = samplesByScript.flatMap((set) => set.samples);
   const report: ChaosReport = {
     runId,
     settings: `${describeSettings(options, apiUrls.length, endpoints.KAFKA_BROKERS)}\n${conditionsAtStart}, ${loadAverage('at the end')}`,
@@ -291,7 +296,16 @@ async function main(): Promise<number> {
     verify: { exitCode: verify.code, output: `${verify.stderr}${verify.stdout}` },
     failures: [],
   };
-  report.failures = judge(report, options);
+  const rolling = windows.find((window) => window.fault.action.kind === 'rolling-restart');
+  report.notes = rollingRestartLines(
+    faultContext.rolled ?? [],
+    rolling,
+    report.windows.find((window) => window.label === rolling?.fault.label),
+    samplesByScript,
+    timeline.startedAt,
+    report.k6.reduce((n, run) => n + (run.summary?.counters.unresolved_requests ?? 0), 0),
+  );
+  report.failures = [...judge(report, options), ...rollingRestartFailures(faultContext.rolled)];
   const text = formatChaosReport(report);
   writeFileSync(path.join(runDir, 'report.txt'), text);
   writeFileSync(path.join(runDir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);

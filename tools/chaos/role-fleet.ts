@@ -4,8 +4,8 @@ import path from 'node:path';
 import { SERVICE_NODE_FLAGS } from '../../src/platform/service-node-flags.js';
 import { ENTRY_POINTS } from './repo-root.js';
 
-export type Role = 'api' | 'relay' | 'settlement';
-export const ROLES: readonly Role[] = ['api', 'relay', 'settlement'];
+export type Role = 'api' | 'relay' | 'settlement' | 'webhooks';
+export const ROLES: readonly Role[] = ['api', 'relay', 'settlement', 'webhooks'];
 
 /** A role process that has not logged "ready" by then will not. */
 const READY_TIMEOUT_MS = 60_000;
@@ -65,8 +65,11 @@ export class RoleFleet {
       .map((instance) => instance.name);
   }
 
-  /** Starts the process and resolves once it logged "ready"; returns how long that took. */
-  start(name: string): Promise<number> {
+  /**
+   * Starts the process and resolves once it logged `readyMessage` ("ready": every role started;
+   * a role's own line, e.g. "relay ready", once it works); returns how long that took.
+   */
+  start(name: string, readyMessage = 'ready'): Promise<number> {
     if (this.closed) return Promise.reject(new Error(`chaos is stopping: ${name} not started`));
     const instance = this.get(name);
     const startedAt = Date.now();
@@ -85,7 +88,9 @@ export class RoleFleet {
       let pending = '';
       let ready = false;
       const timer = setTimeout(() => {
-        if (!ready) reject(new Error(`${name} did not log "ready" within ${READY_TIMEOUT_MS} ms`));
+        if (!ready) {
+          reject(new Error(`${name} did not log "${readyMessage}" within ${READY_TIMEOUT_MS} ms`));
+        }
       }, READY_TIMEOUT_MS);
       child.stdout.on('data', (chunk: Buffer) => {
         instance.log.write(chunk);
@@ -97,7 +102,7 @@ export class RoleFleet {
           if (level >= 60) instance.counts.fatal += 1;
           else if (level >= 50) instance.counts.error += 1;
           else if (level >= 40) instance.counts.warn += 1;
-          if (!ready && line.includes('"msg":"ready"')) {
+          if (!ready && line.includes(`"msg":"${readyMessage}"`)) {
             ready = true;
             clearTimeout(timer);
             resolve(Date.now() - startedAt);
@@ -109,7 +114,11 @@ export class RoleFleet {
         if (instance.child === child) instance.child = null;
         if (!ready) {
           clearTimeout(timer);
-          reject(new Error(`${name} exited (${signal ?? code}) before "ready"; see ${name}.log`));
+          reject(
+            new Error(
+              `${name} exited (${signal ?? code}) before "${readyMessage}"; see ${name}.log`,
+            ),
+          );
         }
       });
     });
@@ -136,6 +145,35 @@ export class RoleFleet {
   resume(name: string): void {
     const child = this.get(name).child;
     if (child) this.resumeChild(child);
+  }
+
+  /** The environment a process is started with (its ports: PORT, METRICS_PORT). */
+  env(name: string): NodeJS.ProcessEnv {
+    return this.get(name).env;
+  }
+
+  /**
+   * SIGTERM, then SIGKILL if it is still alive after `graceMs`: resolves with how it exited
+   * (code 0: a graceful shutdown within the bound) and how long that took.
+   */
+  async terminate(
+    name: string,
+    graceMs: number,
+  ): Promise<{ code: number | null; signal: string | null; ms: number }> {
+    const child = this.get(name).child;
+    const startedAt = Date.now();
+    if (child?.exitCode !== null || child.signalCode !== null) {
+      return { code: child?.exitCode ?? null, signal: child?.signalCode ?? null, ms: 0 };
+    }
+    const exited = new Promise<void>((resolve) =>
+      child.once('exit', () => {
+        resolve();
+      }),
+    );
+    await this.signalAndWait(this.get(name), 'SIGTERM', graceMs);
+    await this.signalAndWait(this.get(name), 'SIGKILL', 5_000);
+    await exited;
+    return { code: child.exitCode, signal: child.signalCode, ms: Date.now() - startedAt };
   }
 
   /** SIGKILL, resolved once the process is gone. */

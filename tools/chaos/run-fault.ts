@@ -9,6 +9,7 @@ import {
 } from './dead-letter-fault.js';
 import type { PlannedFault } from './fault-plan.js';
 import { pauseHoldingClaim, publishedSince } from './relay-pause.js';
+import { rollingRestart, type ReplacedProcess } from './rolling-restart.js';
 import type { RoleFleet } from './role-fleet.js';
 import type { StackControl } from './stack-control.js';
 import { sleep, type Timeline } from './timeline.js';
@@ -32,6 +33,8 @@ export interface FaultContext {
   relayLeaseMs: number;
   /** The database, API and key the dead-letter freeze works with. */
   probe: DeadLetterProbe;
+  /** What the rolling restart did, process by process (set by it). */
+  rolled?: ReplacedProcess[];
 }
 
 /** Applies one fault, holds it, undoes it (thaw, restart, start), noting each step. */
@@ -99,6 +102,9 @@ export async function runFault(fault: PlannedFault, ctx: FaultContext): Promise<
     }
     case 'freeze-dead-letters':
       return freezeWhileDeadLettersDue(fault, ctx);
+    case 'rolling-restart':
+      ctx.rolled = await rollingRestart(fleet, timeline);
+      break;
     case 'freeze-broker': {
       const pid = await brokerPid(stack, action.node);
       const pids = stack.freeze(pid, false);
