@@ -11,6 +11,9 @@ export const DISABLED_REASONS = ['merchant', 'gone', 'failing'] as const;
 // eslint-disable-next-line no-control-regex -- NUL is exactly what this pattern excludes
 const NO_NUL = /^[^\u0000]*$/;
 
+/** No unpaired surrogate (I-JSON, RFC 7493): Postgres would store U+FFFD instead. */
+const NO_LONE_SURROGATE = /^[^\uD800-\uDFFF]*$/u;
+
 /**
  * The URL as sent: a string. Its form (http(s), length, userinfo) and where it resolves are
  * judged after validation (422 webhook_url_not_allowed), so the document states the bound only.
@@ -43,7 +46,8 @@ const descriptionField = z
     MAX_WEBHOOK_DESCRIPTION_LENGTH,
     `must be at most ${MAX_WEBHOOK_DESCRIPTION_LENGTH} characters`,
   )
-  .regex(NO_NUL, 'must not contain NUL characters');
+  .regex(NO_NUL, 'must not contain NUL characters')
+  .refine((value) => NO_LONE_SURROGATE.test(value), 'must not contain unpaired surrogates');
 
 export const createWebhookEndpointBodySchema = z
   .strictObject({

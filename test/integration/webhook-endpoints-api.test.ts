@@ -154,6 +154,11 @@ describe('POST /webhook_endpoints', () => {
         { url: 'http://127.0.0.1:9/', enabled_events: ['*'], description: 'x'.repeat(501) },
         'description',
       ],
+      [
+        { url: 'http://127.0.0.1:9/', enabled_events: ['*'], description: 'a\ud800' },
+        'description',
+      ],
+      [{ url: 'http://127.0.0.1:9/', enabled_events: ['*'], disabled: 'yes' }, 'disabled'],
     ];
     for (const [body, path] of cases) {
       const res = await post(api, '/webhook_endpoints', apiKey, body, {
