@@ -8,7 +8,7 @@ import { verifyPayments } from '../verify/verify-payments.js';
 import type { VerifyScope } from '../verify/verify-scope.js';
 import { waitForDrain } from '../verify/wait-for-drain.js';
 import { UsageError } from '../../src/cli/run-cli.js';
-import { readReceiptsFiles, type ReceiptsFile } from '../webhooks/webhook-receipt.js';
+import { readReceiptsFiles } from '../webhooks/webhook-receipt.js';
 
 const USAGE = `usage: npm run verify -- [--wait <seconds>] [--grace <seconds>] [--key-prefix <prefix>]
                          [--since <ISO time>] [--no-kafka] [--json]
@@ -59,12 +59,9 @@ async function main(): Promise<number> {
     scope.since = since;
   }
 
-  let receipts: ReceiptsFile | null = null;
-  if (values['webhook-receipts'] !== undefined) {
-    const paths = values['webhook-receipts'].split(',').filter((path) => path !== '');
-    if (paths.length === 0) throw new UsageError('--webhook-receipts needs a file');
-    receipts = await readReceiptsFiles(paths);
-  }
+  const receiptPaths = (values['webhook-receipts'] ?? '').split(',').filter((p) => p !== '');
+  if (values['webhook-receipts'] !== undefined && receiptPaths.length === 0)
+    throw new UsageError('--webhook-receipts needs a file');
 
   const config = loadConfig();
   const logger = createLogger({ ...config, LOG_LEVEL: 'warn' });
@@ -99,7 +96,9 @@ async function main(): Promise<number> {
         scope,
         graceSeconds,
         keyTtlSeconds: config.IDEMPOTENCY_KEY_TTL_SECONDS,
-        webhookReceipts: receipts,
+        ...(receiptPaths.length > 0
+          ? { webhookReceipts: () => readReceiptsFiles(receiptPaths) }
+          : {}),
         webhookRetentionSeconds: config.WEBHOOK_EVENT_RETENTION_SECONDS,
       },
     );

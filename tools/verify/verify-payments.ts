@@ -19,8 +19,12 @@ export interface VerifyDeps {
 
 export interface VerifyOptions extends CheckOptions {
   scope: VerifyScope;
-  /** Webhook receivers' receipts (--webhook-receipts): delivered events are judged on them. */
-  webhookReceipts?: ReceiptsFile | null;
+  /**
+   * Reads webhook receivers' receipts (--webhook-receipts): delivered events are judged on them.
+   * Called after the deliveries are read, so a delivery the database shows delivered has its
+   * receipt in the files (a receiver records a request before it answers).
+   */
+  webhookReceipts?: () => Promise<ReceiptsFile>;
   /** WEBHOOK_EVENT_RETENTION_SECONDS: older results are not expected among stored events. */
   webhookRetentionSeconds?: number;
 }

@@ -32,7 +32,12 @@ export interface WebhookReport {
 export async function verifyWebhooks(
   db: Queryable,
   scope: VerifyScope,
-  options: { graceSeconds: number; retentionSeconds: number; receipts: ReceiptsFile | null },
+  options: {
+    graceSeconds: number;
+    retentionSeconds: number;
+    /** Read after the database (see VerifyOptions.webhookReceipts). */
+    receipts: (() => Promise<ReceiptsFile>) | null;
+  },
 ): Promise<{ report: WebhookReport; violations: Violation[] }> {
   const facts = await loadWebhookFacts(db, scope, options.retentionSeconds);
   const violations: Violation[] = [];
@@ -82,11 +87,12 @@ export async function verifyWebhooks(
 
   let receipts: ReceiptReport | null = null;
   if (options.receipts) {
-    const origins = new Set([...options.receipts.origins].map(originOf));
+    const read = await options.receipts();
+    const origins = new Set([...read.origins].map(originOf));
     const judged = facts.deliveries.filter((delivery) =>
       origins.has(originOf(delivery.endpoint_url)),
     );
-    const checked = checkWebhookReceipts(options.receipts.receipts, judged);
+    const checked = checkWebhookReceipts(read.receipts, judged);
     receipts = checked.report;
     violations.push(...checked.violations);
   }
