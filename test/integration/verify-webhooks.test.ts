@@ -100,17 +100,10 @@ beforeAll(async () => {
      VALUES ($1, $2, $3, '{*}', now(), now())`,
     [endpointId, merchantId, `${receiver.origin}/hooks`],
   );
-  const settled = ids.settled ?? '';
-  const refundId = crypto.randomUUID();
+  const [settled = '', failed = '', refundId] = [ids.settled, ids.failed, crypto.randomUUID()];
   events.push(
     ['settled', paymentEventId(settled, 'payment.settled'), settled, 'payment.settled', settled],
-    [
-      'failed',
-      paymentEventId(ids.failed ?? '', 'payment.failed'),
-      ids.failed ?? '',
-      'payment.failed',
-      ids.failed ?? '',
-    ],
+    ['failed', paymentEventId(failed, 'payment.failed'), failed, 'payment.failed', failed],
     ['refund', refundEventId(refundId, 'refund.succeeded'), settled, 'refund.succeeded', refundId],
   );
   for (const [, eventId, paymentId, type, dataId] of events) {
@@ -145,7 +138,7 @@ describe('npm run verify: webhooks', () => {
       deliveries: { total: 3, delivered: 3, pending: 0, failed: 0 },
       inFlight: 0,
       failedReasons: {},
-      receipts: { read: 3, received: 3, repeated: 0, refused: 0, judged: 3 },
+      receipts: { read: 3, foreign: 0, received: 3, repeated: 0, refused: 0, judged: 3 },
     });
     const text = await withReceipts();
     expect(text.stdout).toContain('3 deliveries: 3 delivered, 0 failed, 0 pending');
@@ -284,6 +277,10 @@ describe('npm run verify: webhooks', () => {
     const original = await readFile(receipts, 'utf8');
     try {
       const other = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
+      // To a URL of no endpoint in scope: counted, not judged.
+      const elsewhere = `${receiver.origin}/elsewhere`;
+      expect(await postSignedWebhook(elsewhere, eventId ?? '', body, [other])).toBe(401);
+      expect((await withReceipts()).stdout).toMatch(/1 to no endpoint in scope[^]*none/);
       expect(await deliver(eventId ?? '', body, other)).toBe(401);
       const result = await withReceipts();
       expect(result.code).toBe(1);

@@ -15,7 +15,7 @@ const USAGE = `usage: npm run webhooks:receiver -- --receipts <file> [--port <n>
   --secrets-file  one secret per line, read again whenever the file changes (for secrets
                   known only after the receiver started)
   --mode          ok (default) | fail-first:<n> | fail-for:<seconds> | hang-for:<seconds> | gone
-  --endpoints-for for each merchant's API key, create an endpoint at <origin>/hooks/<n> through
+  --endpoints-for for each merchant's API key, create an endpoint at <origin>/hooks/<token>/<n> through
                   the API at --api-url (POST /webhook_endpoints) and verify its requests with the
                   secret it answers (the API must allow the receiver's address:
                   WEBHOOK_ALLOWED_NETWORKS=127.0.0.0/8)

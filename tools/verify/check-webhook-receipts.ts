@@ -5,8 +5,10 @@ import type { DeliveryFact } from './load-webhook-facts.js';
 import type { Violation } from './violation.js';
 
 export interface ReceiptReport {
-  /** Requests recorded by the receivers. */
+  /** Requests recorded by the receivers to the endpoints in scope. */
   read: number;
+  /** Requests to URLs of no endpoint in scope: not judged. */
+  foreign: number;
   /** Distinct (URL, webhook-id) pairs answered 2xx. */
   received: number;
   /** Requests beyond the first 2xx of their (URL, webhook-id): retries after a lost answer. */
@@ -45,6 +47,7 @@ export function checkWebhookReceipts(
   const violations: Violation[] = [];
   const report: ReceiptReport = {
     read: receipts.length,
+    foreign: 0,
     received: 0,
     repeated: 0,
     refused: 0,

@@ -37,7 +37,8 @@ export function formatReport(report: VerifyReport, examplesPerCode = 5): string 
       `${deliveries.pending} pending (${webhooks.inFlight} in flight)`,
     receipts
       ? `  receipts      ${receipts.read} requests: ${receipts.received} events received (2xx), ` +
-        `${receipts.repeated} repeated, ${receipts.refused} refused or unanswered; ` +
+        `${receipts.repeated} repeated, ${receipts.refused} refused or unanswered ` +
+        `(${receipts.foreign} to no endpoint in scope, not judged); ` +
         `${receipts.judged} delivered deliveries judged`
       : '  receipts      none given (--webhook-receipts)',
   ];

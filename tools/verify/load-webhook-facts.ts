@@ -33,7 +33,8 @@ export interface ResultFact {
 }
 
 export interface WebhookFacts {
-  endpoints: number;
+  /** The URLs of the endpoints of the merchants in scope (one per endpoint). */
+  endpointUrls: string[];
   events: Set<string>;
   deliveries: DeliveryFact[];
   missing: MissingDelivery[];
@@ -62,9 +63,9 @@ export async function loadWebhookFacts(
   retentionSeconds: number,
 ): Promise<WebhookFacts> {
   const params = scopeParameters(scope);
-  const endpoints = await db.query<{ n: number }>(
+  const endpoints = await db.query<{ url: string }>(
     `WITH ${scopeCte()}
-     SELECT count(*)::int AS n FROM webhook_endpoints e
+     SELECT e.url FROM webhook_endpoints e
       WHERE e.merchant_id IN (SELECT merchant_id FROM scope)`,
     params,
   );
@@ -118,7 +119,7 @@ export async function loadWebhookFacts(
     [...params, retentionSeconds],
   );
   return {
-    endpoints: endpoints.rows[0]?.n ?? 0,
+    endpointUrls: endpoints.rows.map((row) => row.url),
     events: new Set(events.rows.map((row) => row.event_id)),
     deliveries: deliveries.rows,
     missing: missing.rows,

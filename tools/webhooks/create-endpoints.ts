@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { WebhookReceiver } from './receiver.js';
 
 export interface CreatedEndpoint {
@@ -7,7 +8,7 @@ export interface CreatedEndpoint {
 
 /**
  * For each merchant (by API key), creates a webhook endpoint pointing at `receiver`
- * (`<origin>/hooks/<n>`) through the API (`POST /webhook_endpoints`), and gives the receiver the
+ * (`<origin>/hooks/<token>/<n>`) through the API (`POST /webhook_endpoints`), and gives the receiver the
  * secret shown at creation for that path. What k6/run.sh does when WEBHOOKS=1.
  */
 export async function createEndpointsFor(
@@ -18,8 +19,11 @@ export async function createEndpointsFor(
   timeoutMs = 10_000,
 ): Promise<CreatedEndpoint[]> {
   const created: CreatedEndpoint[] = [];
+  // A token per set: an endpoint left by an earlier run whose receiver had this port never
+  // shares a URL with these.
+  const token = randomBytes(4).toString('hex');
   for (const [index, apiKey] of apiKeys.entries()) {
-    const path = `/hooks/${index + 1}`;
+    const path = `/hooks/${token}/${index + 1}`;
     const url = `${receiver.origin}${path}`;
     const res = await fetch(`${apiUrl.replace(/\/$/, '')}/webhook_endpoints`, {
       method: 'POST',
