@@ -63,6 +63,9 @@ node dist/cli/migrate.js
 
 # Local receivers (the API checks an endpoint's URL with it, the webhooks role every connection).
 export WEBHOOK_ALLOWED_NETWORKS="${WEBHOOK_ALLOWED_NETWORKS-127.0.0.0/8,::1/128}"
+# No load balancer routes to a developer's terminal: the API's drain delay on SIGTERM
+# (SHUTDOWN_DRAIN_MS, 5 s by default, record 98) would only slow Ctrl-C down.
+export SHUTDOWN_DRAIN_MS="${SHUTDOWN_DRAIN_MS:-0}"
 
 # Human-readable logs on a terminal, JSON otherwise (e.g. when piped to a collector).
 if [[ -t 1 && -z "${LOG_FORMAT:-}" ]]; then export LOG_FORMAT=pretty; fi
