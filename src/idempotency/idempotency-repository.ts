@@ -25,11 +25,14 @@ export interface KeyRecordSql {
  * UNIQUE (merchant, key) constraint is the guard, I1). `ifKeyFree`: ON CONFLICT DO NOTHING, so
  * a taken key returns no row and the statement's later CTEs, reading from this one, write
  * nothing; without it a taken key fails the statement (23505 on idempotency_keys_pkey).
+ * `from` (an earlier CTE or unnest of the statement, with its ORDER BY) writes one record per
+ * row of it, the `row` expressions naming its columns: the batched POST's many records. A key
+ * twice in `from` is written once, for its first row (DO NOTHING sees the command's own rows).
  */
 export function keyRecordInsertCte(
   name: string,
   row: KeyRecordSql,
-  options: { ifKeyFree: boolean },
+  options: { ifKeyFree: boolean; from?: string },
 ): string {
   const columns: [string, string | undefined][] = [
     ['merchant_id', row.merchantId],
@@ -46,9 +49,12 @@ export function keyRecordInsertCte(
   const onConflict = options.ifKeyFree
     ? '\n       ON CONFLICT (merchant_id, idempotency_key) DO NOTHING'
     : '';
+  const values = set.map(([, value]) => value).join(', ');
+  const source =
+    options.from === undefined ? `VALUES (${values})` : `SELECT ${values} FROM ${options.from}`;
   return `${name} AS (
        INSERT INTO idempotency_keys (${set.map(([column]) => column).join(', ')})
-       VALUES (${set.map(([, value]) => value).join(', ')})${onConflict}
+       ${source}${onConflict}
        RETURNING payment_id, expires_at
      )`;
 }

@@ -11,13 +11,20 @@ import type { OutageLog } from '../platform/outage-log.js';
 import { paymentDatabaseGuard } from '../http/payment-database-guard.js';
 import type { CreatePaymentBody } from './payment-schemas.js';
 import { insertNewPayment, type NewPaymentSettings } from './insert-payment-once.js';
+import { createPaymentInsertBatcher } from './payment-insert-batcher.js';
 
 export type { CreateOutcome } from '../idempotency/replay-stored-response.js';
 
 /** The idempotency layer's dependencies (its database guard is built here) and the payment's. */
 export interface CreatePaymentDeps extends Omit<IdempotentCreateDeps, 'database' | 'config'> {
   config: IdempotencySettings &
-    Pick<Config, 'IDEMPOTENCY_KEY_TTL_SECONDS' | 'KAFKA_TOPIC_PAYMENTS'>;
+    Pick<
+      Config,
+      | 'IDEMPOTENCY_KEY_TTL_SECONDS'
+      | 'KAFKA_TOPIC_PAYMENTS'
+      | 'PAYMENT_BATCH_MAX_ROWS'
+      | 'PAYMENT_BATCH_WINDOW_MS'
+    >;
   /** Where Postgres outages are logged; a database step that succeeds ends one. */
   postgresOutage?: OutageLog;
   now?: () => Date;
@@ -28,7 +35,8 @@ export interface CreatePaymentDeps extends Omit<IdempotentCreateDeps, 'database'
  * commit: this endpoint's fingerprint -> idempotency's generic `createOnce` (response cache,
  * key lock, write once, replay; it knows no payment) -> the write it is handed, this folder's
  * insertPaymentOnce (insert-payment-once.ts): ONE statement of the key record (idempotency's
- * CTE part), the payment and its `payment.created` event (the outbox writer's CTE part).
+ * CTE part), the payment and its `payment.created` event (the outbox writer's CTE part), which
+ * the batcher (payment-insert-batcher.ts) writes for many concurrent requests at once.
  * Refusals are domain errors; the HTTP layer maps them to problem+json.
  */
 export function createPaymentService(deps: CreatePaymentDeps) {
@@ -38,7 +46,11 @@ export function createPaymentService(deps: CreatePaymentDeps) {
   );
   const createOnce = createIdempotentCreate({ ...deps, database });
   const write: NewPaymentSettings = {
-    db: deps.db,
+    insert: createPaymentInsertBatcher({
+      db: deps.db,
+      maxRows: deps.config.PAYMENT_BATCH_MAX_ROWS,
+      windowMs: deps.config.PAYMENT_BATCH_WINDOW_MS,
+    }),
     now: deps.now ?? (() => new Date()),
     keyTtlSeconds: deps.config.IDEMPOTENCY_KEY_TTL_SECONDS,
     paymentsTopic: deps.config.KAFKA_TOPIC_PAYMENTS,

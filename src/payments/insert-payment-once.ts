@@ -4,7 +4,7 @@ import type { StoredResponse } from '../idempotency/stored-response.js';
 import type { Merchant } from '../merchants/merchant-repository.js';
 import { paymentEventId } from '../outbox/event-id.js';
 import { outboxInsertCte } from '../outbox/outbox-writer.js';
-import { currentTraceContext } from '../outbox/trace-context.js';
+import { currentTraceContext, type TraceContext } from '../outbox/trace-context.js';
 import type { Queryable } from '../platform/db.js';
 import { newPaymentResource } from './payment-resource.js';
 import type { CreatePaymentBody } from './payment-schemas.js';
@@ -78,14 +78,15 @@ export const INSERT_PAYMENT_ONCE_SQL = `WITH ${keyRecordInsertCte(
  * waits for the other transaction and then sees its row (I1, whatever Redis did).
  *
  * Returns the stored response when this call created the payment, null when the key exists.
+ * `trace`: the POST's span, which the relay and settlement continue (DESIGN, Observability);
+ * the active one unless the caller captured it earlier (the batcher, outside the request).
  */
 export async function insertPaymentOnce(
   db: Queryable,
   record: NewPaymentRecord,
+  trace: TraceContext = currentTraceContext(),
 ): Promise<StoredResponse | null> {
   const { payment, event } = record;
-  // The POST's span: the relay and settlement continue this trace (DESIGN, Observability).
-  const trace = currentTraceContext();
   // Named: prepared once per connection, like pgbench -M prepared.
   const { rows } = await db.query<{ expires_at: Date }>({
     name: 'payments.insert-payment-once',
@@ -113,18 +114,29 @@ export async function insertPaymentOnce(
     ],
   });
   const created = rows[0];
-  if (!created) return null;
+  return created ? storedResponseOf(record, created.expires_at) : null;
+}
+
+/** What a replay of the request that wrote `record` answers (cached and stored alike). */
+export function storedResponseOf(record: NewPaymentRecord, expiresAt: Date): StoredResponse {
   return {
-    paymentId: payment.id,
+    paymentId: record.payment.id,
     fingerprint: record.fingerprint.toString('hex'),
     status: record.response.status,
     body: record.response.body,
-    expiresAt: created.expires_at,
+    expiresAt,
   };
 }
 
+/**
+ * Writes one new payment's rows (key record, payment, outbox row) in one transaction: the
+ * stored response when it did, null when the key already has a record. insertPaymentOnce, or
+ * the batcher that writes concurrent requests' rows together (payment-insert-batcher.ts).
+ */
+export type InsertPaymentRecord = (record: NewPaymentRecord) => Promise<StoredResponse | null>;
+
 export interface NewPaymentSettings {
-  db: Queryable;
+  insert: InsertPaymentRecord;
   now: () => Date;
   keyTtlSeconds: number;
   paymentsTopic: string;
@@ -132,7 +144,7 @@ export interface NewPaymentSettings {
 
 /**
  * POST /payments' write for the idempotency layer: a new payment (id, resource, event) from the
- * validated body, written by insertPaymentOnce; null when the key already has a record.
+ * validated body, written by `settings.insert`; null when the key already has a record.
  */
 export function insertNewPayment(
   settings: NewPaymentSettings,
@@ -144,7 +156,7 @@ export function insertNewPayment(
   const paymentId = uuidv7();
   const createdAt = settings.now();
   const resource = newPaymentResource(paymentId, body, createdAt);
-  return insertPaymentOnce(settings.db, {
+  return settings.insert({
     merchantId: merchant.id,
     idempotencyKey: key,
     fingerprint,

@@ -29,6 +29,21 @@ export const apiSettings = {
   IDEMPOTENCY_RETRY_AFTER_SECONDS: integer(1, 3_600)
     .default(1)
     .describe('`Retry-After` of a 409 for a key still in flight.'),
+  /**
+   * Group commit (payment-insert-batcher.ts): one statement and one commit carry up to this many
+   * concurrent new payments; Postgres' cost per payment falls with the batch (DESIGN, issue 29).
+   */
+  PAYMENT_BATCH_MAX_ROWS: integer(1, 10_000)
+    .default(64)
+    .describe(
+      'Most new payments one API process writes in one statement (group commit); 1 turns batching off.',
+    ),
+  /** A request waits at most this long for its batch: a few ms, under a commit's own latency. */
+  PAYMENT_BATCH_WINDOW_MS: integer(0, 1_000)
+    .default(2)
+    .describe(
+      "How long a new payment's write waits for others to share its statement; 0 turns batching off.",
+    ),
   /** Expired keys are few per second at our rates; once a minute keeps the table near its TTL. */
   IDEMPOTENCY_REAPER_INTERVAL_MS: integer(100, 3_600_000)
     .default(60_000)
