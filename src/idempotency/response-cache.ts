@@ -12,54 +12,65 @@ export interface ResponseCache {
 }
 
 /**
- * The JSON stored under a cache key. Readable names cost a few bytes next to the response body;
- * the key carries a format version so entries written in an older format are plain misses.
+ * Bumped whenever the entry's layout changes, so entries written in an older format are plain
+ * misses (v1 was the one-letter JSON {p,f,s,b,e}, v2 readable JSON with the body escaped in it).
  */
-interface CachedResponse {
-  /** Absent for a POST that created no payment (webhook endpoints, replays). */
-  paymentId?: string;
-  /** Absent for payments (and in entries written before refunds existed). */
-  refundId?: string;
-  fingerprint: string;
-  status: number;
-  body: string;
-  expiresAtMs: number;
+const CACHE_FORMAT = 'v3';
+
+/** The cache key of (merchant, key); merchant id first: one merchant's keys never address another's (I6). */
+export function responseCacheKey(prefix: string, merchantId: string, key: string): string {
+  return `${prefix}idem:resp:${CACHE_FORMAT}:${merchantId}:${key}`;
 }
 
-/** Bumped whenever CachedResponse changes shape (v1 was the one-letter {p,f,s,b,e}). */
-const CACHE_FORMAT = 'v2';
+/**
+ * One entry: a header line `<status> <expiresAtMs> <fingerprint> <paymentId> <refundId>` (an
+ * absent id is empty; none of the fields can hold a space or a newline), a newline, then the
+ * response body exactly as it is sent. A replay reads the header and slices the body off: the
+ * body is never escaped into nor parsed out of JSON.
+ */
+export function encodeCachedResponse(response: StoredResponse): string {
+  const expiresAtMs = response.expiresAt.getTime();
+  const header = `${response.status} ${expiresAtMs} ${response.fingerprint} ${response.paymentId ?? ''} ${response.refundId ?? ''}`;
+  return `${header}\n${response.body}`;
+}
+
+/** The entry as a stored response; null (a miss) when it has expired or is not this format. */
+export function decodeCachedResponse(raw: string, nowMs: number): StoredResponse | null {
+  const end = raw.indexOf('\n');
+  if (end < 0) return null;
+  const fields = raw.slice(0, end).split(' ');
+  if (fields.length !== 5) return null;
+  const [status, expiresAtMs, fingerprint = '', paymentId = '', refundId = ''] = fields;
+  const expires = Number(expiresAtMs);
+  const code = Number(status);
+  if (!Number.isSafeInteger(expires) || expires <= nowMs) return null;
+  if (!Number.isInteger(code) || fingerprint === '') return null;
+  return {
+    ...(paymentId === '' ? {} : { paymentId }),
+    ...(refundId === '' ? {} : { refundId }),
+    fingerprint,
+    status: code,
+    body: raw.slice(end + 1),
+    expiresAt: new Date(expires),
+  };
+}
+
+/** Milliseconds the entry should live in Redis; 0 or less: already expired, do not write it. */
+export function cacheTtlMs(response: StoredResponse, nowMs: number): number {
+  return response.expiresAt.getTime() - nowMs;
+}
 
 export function createResponseCache(redis: Redis, prefix: string, now = Date.now): ResponseCache {
-  // Merchant id first: one merchant's keys can never address another's (I6).
-  const cacheKey = (merchantId: string, key: string) =>
-    `${prefix}idem:resp:${CACHE_FORMAT}:${merchantId}:${key}`;
   return {
     async get(merchantId, key) {
-      const raw = await redis.get(cacheKey(merchantId, key));
-      if (raw === null) return null;
-      const cached = JSON.parse(raw) as CachedResponse;
-      if (cached.expiresAtMs <= now()) return null;
-      return {
-        ...(cached.paymentId === undefined ? {} : { paymentId: cached.paymentId }),
-        ...(cached.refundId === undefined ? {} : { refundId: cached.refundId }),
-        fingerprint: cached.fingerprint,
-        status: cached.status,
-        body: cached.body,
-        expiresAt: new Date(cached.expiresAtMs),
-      };
+      const raw = await redis.get(responseCacheKey(prefix, merchantId, key));
+      return raw === null ? null : decodeCachedResponse(raw, now());
     },
     async set(merchantId, key, response) {
-      const ttlMs = response.expiresAt.getTime() - now();
+      const ttlMs = cacheTtlMs(response, now());
       if (ttlMs <= 0) return;
-      const cached: CachedResponse = {
-        ...(response.paymentId === undefined ? {} : { paymentId: response.paymentId }),
-        ...(response.refundId === undefined ? {} : { refundId: response.refundId }),
-        fingerprint: response.fingerprint,
-        status: response.status,
-        body: response.body,
-        expiresAtMs: response.expiresAt.getTime(),
-      };
-      await redis.set(cacheKey(merchantId, key), JSON.stringify(cached), 'PX', ttlMs);
+      const value = encodeCachedResponse(response);
+      await redis.set(responseCacheKey(prefix, merchantId, key), value, 'PX', ttlMs);
     },
   };
 }
