@@ -8,6 +8,7 @@ import {
 } from '../../src/payments/insert-payment-once.js';
 import { createPaymentInsertBatcher } from '../../src/payments/payment-insert-batcher.js';
 import { createMerchant } from '../../src/merchants/merchant-repository.js';
+import { BENCH_TIER, defineTier } from '../../src/merchants/tier-repository.js';
 import { createTestDatabase, testConfig, type TestDatabase } from '../support/isolation.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import { postPayment, startTestApi, type Answer, type TestApi } from '../support/test-api.js';
@@ -25,6 +26,8 @@ const apis: TestApi[] = [];
 
 beforeAll(async () => {
   db = await createTestDatabase();
+  // Hundreds of requests at once: this file checks outcomes, not the merchant rate limit.
+  await defineTier(db.pool, BENCH_TIER);
   const redisUrl = new URL(testConfig().REDIS_URL);
   redisProxy = await startTcpProxy(redisUrl.hostname, Number(redisUrl.port || 6379));
 });
@@ -189,7 +192,7 @@ describe('POST /payments with group commit', () => {
       PAYMENT_BATCH_WINDOW_MS: '1000',
       REQUEST_DEADLINE_MS: '30000',
     });
-    const merchant = await api.merchant();
+    const merchant = await api.merchant('batch', BENCH_TIER.name);
     const post = (key: string, amount = 500) =>
       postPayment(api, { apiKey: merchant.apiKey, key, body: { amount, currency: 'EUR' } });
     const committed = await post('committed-a');
@@ -227,7 +230,7 @@ describe('POST /payments with group commit', () => {
 
   it('when Redis works, then 300 concurrent requests commit once per key; twins replay or get 409', async () => {
     const api = await batchingApi({ REQUEST_DEADLINE_MS: '30000' });
-    const merchant = await api.merchant();
+    const merchant = await api.merchant('batch', BENCH_TIER.name);
     const keys = [
       ...Array.from({ length: 250 }, (_, i) => `many-${i}`),
       ...Array.from({ length: 50 }, () => 'one'),
@@ -255,7 +258,7 @@ describe('POST /payments with group commit', () => {
       PAYMENT_BATCH_WINDOW_MS: '1000',
       REQUEST_DEADLINE_MS: '300',
     });
-    const merchant = await api.merchant();
+    const merchant = await api.merchant('batch', BENCH_TIER.name);
     const blocker = await db.pool.connect();
     const keys = ['late-0', 'late-1', 'late-2', 'late-3', 'late-locked'];
     let answers: Answer[];
