@@ -4,7 +4,8 @@ import type { Logger } from '../platform/logger.js';
 import { createOutageLog, type OutageLog } from '../platform/outage-log.js';
 import { IdempotencyKeyInUse } from './idempotency-errors.js';
 import { deleteExpiredKey, findKey } from './idempotency-repository.js';
-import { acquireKeyLock, type KeyLocks } from './key-lock.js';
+import { claimKey } from './key-claim.js';
+import type { KeyLocks } from './key-lock.js';
 import { createRedisGuard, type RedisGuard } from './redis-guard.js';
 import {
   assertSameRequest,
@@ -88,39 +89,32 @@ export function createIdempotentCreate(deps: IdempotentCreateDeps) {
     fingerprint: Buffer,
     insert: InsertOnce,
   ): Promise<CreateOutcome> {
-    const cached = await redis.attempt('cache-get', () => cache.get(merchantId, key));
-    if (cached) return replayStoredResponse(cached, fingerprint);
-
-    const lock = await acquireKeyLock(
+    // One Redis command: the cached response (a replay), else the key's lock.
+    const claim = await claimKey(
       deps.locks,
+      cache,
       redis,
       merchantId,
       key,
       fingerprint.toString('hex'),
     );
-    if (lock.kind === 'held') {
-      return awaitInFlightTwin(inFlight, merchantId, key, fingerprint, lock.holderFingerprint);
+    if (claim.kind === 'cached') return replayStoredResponse(claim.response, fingerprint);
+    if (claim.kind === 'held') {
+      return awaitInFlightTwin(inFlight, merchantId, key, fingerprint, claim.holderFingerprint);
     }
-    // Once: after the commit with the cache write, or in `finally` when the write threw. A
-    // second call through the guard would count as the Redis breaker's probe while it is open.
-    let releasing: Promise<void> | undefined;
-    const release = () => (releasing ??= redis.bestEffort('release', lock.release));
     try {
       await deps.beforeWrite?.();
       const { created, stored } = await writeOnce(deps, merchantId, key, insert);
-      // The cache write and the release go out together; on one connection Redis applies them
-      // in order, so no request sees the key unlocked before its response is cached. Both are
-      // bounded by the command timeout and skipped while Redis is failing: after the commit the
-      // answer is decided, so a cache failure only ends up in the Redis outage log (replays then
-      // read the database).
-      await Promise.all([
-        redis.bestEffort('cache-set', () => cache.set(merchantId, key, stored)),
-        release(),
-      ]);
+      // One command after the commit: cache the response, then release (atomically, so no
+      // request sees the key unlocked before its response is cached). Bounded by the command
+      // timeout and skipped while Redis is failing: after the commit the answer is decided, so
+      // a cache failure only ends up in the Redis outage log (replays then read the database).
+      await claim.complete(stored);
       if (!created) return replayStoredResponse(stored, fingerprint);
       return outcomeOf(stored, false);
     } finally {
-      await release();
+      // Only when the write threw: after `complete` this does nothing.
+      await claim.release();
     }
   };
 }
