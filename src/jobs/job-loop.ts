@@ -18,12 +18,19 @@ export interface JobLoopDeps<J> {
   nextDueAt: () => Promise<Date | null>;
 }
 
-export interface JobLoop {
+export interface JobLoop<J> {
   start: () => void;
   /** Stops claiming, lets in-flight jobs finish (bounded by the acquirer timeout). */
   stop: () => Promise<void>;
   /** New work arrived: look at once instead of at the next poll. */
   wake: () => void;
+  /**
+   * Holds up to `max` free slots for jobs an intake claims itself (claimed in the statement
+   * that records them): the loop's claims leave them free. 0 unless the loop is running.
+   */
+  reserve: (max: number) => number;
+  /** Starts jobs claimed into `reserved` slots, and frees the slots left over. */
+  adopt: (jobs: readonly J[], reserved: number) => void;
 }
 
 /** A sleep that a wake-up ends early, and that is not lost when it arrives while awake. */
@@ -52,24 +59,29 @@ function createWakeableSleep(): { wake: () => void; sleep: (ms: number) => Promi
  * Keeps up to `concurrency` jobs in flight and claims more as soon as one finishes: one slow
  * acquirer call (a 2 s timeout) occupies one slot, not the whole batch.
  */
-export function createJobLoop<J>(deps: JobLoopDeps<J>): JobLoop {
+export function createJobLoop<J>(deps: JobLoopDeps<J>): JobLoop<J> {
   const { concurrency, pollMs } = deps;
   const { sleep, wake } = createWakeableSleep();
   const inFlight = new Set<Promise<void>>();
   let stopped = true;
+  let reserved = 0;
   let loop: Promise<void> = Promise.resolve();
 
+  const busySlots = () => inFlight.size + reserved;
+
+  function startJob(job: J): void {
+    const running = deps.work(job).finally(() => {
+      inFlight.delete(running);
+      wake();
+    });
+    inFlight.add(running);
+  }
+
   async function fillSlots(): Promise<number> {
-    const free = concurrency - inFlight.size;
+    const free = concurrency - busySlots();
     if (free <= 0) return 0;
     const jobs = await deps.claim(free);
-    for (const job of jobs) {
-      const running = deps.work(job).finally(() => {
-        inFlight.delete(running);
-        wake();
-      });
-      inFlight.add(running);
-    }
+    for (const job of jobs) startJob(job);
     return jobs.length;
   }
 
@@ -87,14 +99,15 @@ export function createJobLoop<J>(deps: JobLoopDeps<J>): JobLoop {
         deps.outage.succeeded();
         // Every slot busy: wait for one to free (or new work). Nothing due: sleep until the
         // next job is. Otherwise claim again at once.
-        if (inFlight.size >= concurrency) await sleep(pollMs);
+        if (busySlots() >= concurrency) await sleep(pollMs);
         else if (claimed === 0) await sleepUntilDue();
       } catch (error) {
         deps.outage.failed(error, { action: `${deps.kind} claim failed; retrying` });
         await new Promise((r) => setTimeout(r, pollMs));
       }
     }
-    await Promise.all(inFlight);
+    // Jobs adopted while stopping run to their end too.
+    while (inFlight.size > 0) await Promise.all(inFlight);
   }
 
   return {
@@ -109,5 +122,17 @@ export function createJobLoop<J>(deps: JobLoopDeps<J>): JobLoop {
       await loop;
     },
     wake,
+    reserve: (max) => {
+      if (stopped) return 0;
+      const taken = Math.max(0, Math.min(max, concurrency - busySlots()));
+      reserved += taken;
+      return taken;
+    },
+    adopt: (jobs, slots) => {
+      reserved -= slots;
+      for (const job of jobs) startJob(job);
+      // Slots left over: the loop may claim into them now.
+      if (jobs.length < slots) wake();
+    },
   };
 }

@@ -5,6 +5,8 @@ import type { Logger } from '../platform/logger.js';
 import { createOutageLog, type OutageLog } from '../platform/outage-log.js';
 import { deadLetterJob, type DeadLetterOutbox, type JobLetter } from './dead-letter-job.js';
 import { createJobLoop } from './job-loop.js';
+import { randomUUID } from 'node:crypto';
+import type { IntakeClaim } from './claim-on-insert.js';
 import { nextJobDueAt, retryJob, type ClaimFilter } from './job-store.js';
 import type { ClaimedJob, Failure, JobTable } from './job-table.js';
 import { countJobAttempt } from './job-metrics.js';
@@ -109,6 +111,13 @@ export interface JobWorker<J, F> {
   start: () => void;
   /** Stops claiming and lets in-flight jobs finish (bounded by the attempt's timeout). */
   stop: () => Promise<void>;
+  /**
+   * An intake that claims what it records (claim-on-insert.ts): its claim for up to `max` jobs,
+   * the slots held for them, or null (the loop is not running, or no slot is free).
+   */
+  reserve: (max: number) => IntakeClaim | null;
+  /** Works the jobs the intake claimed under `claim` (after its commit), frees its other slots. */
+  adopt: (jobs: readonly J[], claim: IntakeClaim) => void;
 }
 
 /** Why an exhausted job is dead-lettered when its last attempt recorded no failure. */
@@ -220,11 +229,14 @@ export function createJobWorker<J extends ClaimedJob, F>(
     return outcome;
   }
 
-  /** Claims, and counts each claimed job in its group until its work ends. */
-  const claim = async (limit: number) => {
-    const jobs = await handler.claim(pool, limit, policy.leaseMs, policy.maxAttempts, busy);
+  /** Counts each claimed job in its group until its work ends (release). */
+  const countBusy = (jobs: readonly J[]) => {
     const group = handler.group;
     if (group) for (const job of jobs) busy.set(group.of(job), (busy.get(group.of(job)) ?? 0) + 1);
+  };
+  const claim = async (limit: number) => {
+    const jobs = await handler.claim(pool, limit, policy.leaseMs, policy.maxAttempts, busy);
+    countBusy(jobs);
     return jobs;
   };
   const release = (job: J) => {
@@ -256,5 +268,15 @@ export function createJobWorker<J extends ClaimedJob, F>(
     wake: loop.wake,
     start: loop.start,
     stop: loop.stop,
+    reserve: (max) => {
+      // A job claimed on insert is never exhausted: that needs at least one attempt allowed.
+      if (policy.maxAttempts < 1) return null;
+      const slots = loop.reserve(max);
+      return slots > 0 ? { slots, owner: randomUUID(), leaseMs: policy.leaseMs } : null;
+    },
+    adopt: (jobs, intake) => {
+      countBusy(jobs);
+      loop.adopt(jobs, intake.slots);
+    },
   };
 }

@@ -5,7 +5,11 @@ import { REPLAY_TOKEN_HEADER } from '../jobs/dead-letter.js';
 import { reviveDeadJobs, type Revival } from '../jobs/job-store.js';
 import { REFUND_JOBS } from '../jobs/job-table.js';
 import { parsePaymentEvent } from './payment-event.js';
-import { recordCreatedEvents, type CreatedEvent } from './record-created-events.js';
+import {
+  recordAndClaimCreatedEvents,
+  type CreatedEvent,
+  type RecordOutcome,
+} from './record-created-events.js';
 import type { SourceRecord } from '../jobs/dead-letter.js';
 import { settlementMetrics } from './settlement-metrics.js';
 import { failSpan, startConsumeSpan } from './settlement-spans.js';
@@ -15,7 +19,12 @@ export type HandleOutcome = 'accepted' | 'duplicate' | 'revived' | 'ignored' | '
 
 interface HandlerDeps {
   pool: Pool;
-  worker: Pick<SettlementWorker, 'wake' | 'deadLetter'>;
+  /**
+   * With `reserve` and `adopt`, the intake claims the jobs it records for this worker's free
+   * slots (claim-on-insert.ts) and hands them over after its commit.
+   */
+  worker: Pick<SettlementWorker, 'wake' | 'deadLetter'> &
+    Partial<Pick<SettlementWorker, 'reserve' | 'adopt'>>;
   logger: Logger;
   /** The newest event data major it reads (READABLE_DATA_MAJOR unless given: tests' upgrade). */
   readableDataMajor?: number;
@@ -80,10 +89,7 @@ export function createSettlementHandler(deps: HandlerDeps) {
         outcomes.push('accepted');
       }
     }
-    const recorded = await recordCreatedEvents(
-      deps.pool,
-      created.map(({ event }) => event),
-    );
+    const recorded = await recordAndClaim(created.map(({ event }) => event));
     // A replayed dead refund: its job is pending again, and the refund worker's next poll takes it.
     const revivedRefunds = await reviveDeadJobs(
       deps.pool,
@@ -94,7 +100,7 @@ export function createSettlementHandler(deps: HandlerDeps) {
       if (revivedRefunds.has(revival.id)) outcomes[index] = 'revived';
     }
     created.forEach(({ index, event }, i) => {
-      const outcome = recorded[i] ?? 'duplicate';
+      const outcome = recorded.outcomes[i] ?? 'duplicate';
       if (outcome === 'unknown_payment') {
         const message = `no payment ${event.paymentId}`;
         const record = batch.records[index];
@@ -105,7 +111,7 @@ export function createSettlementHandler(deps: HandlerDeps) {
       }
     });
     await Promise.all(poison.map((letter) => deadLetterPoison(deps, letter)));
-    if (outcomes.some((outcome) => outcome === 'accepted' || outcome === 'revived')) {
+    if (recorded.unclaimed > 0 || outcomes.some((outcome) => outcome === 'revived')) {
       deps.worker.wake();
     }
     for (const outcome of outcomes) {
@@ -113,6 +119,25 @@ export function createSettlementHandler(deps: HandlerDeps) {
       if (outcome === 'duplicate') settlementMetrics.deduplicated.inc();
     }
     return outcomes;
+  };
+  /**
+   * Records the events, claiming the new jobs for the worker's free slots (if it offers them),
+   * and hands those to the worker once committed. `unclaimed`: new jobs left for its claims.
+   */
+  const recordAndClaim = async (
+    events: CreatedEvent[],
+  ): Promise<{ outcomes: RecordOutcome[]; unclaimed: number }> => {
+    const { reserve, adopt } = deps.worker;
+    const claim = events.length > 0 && reserve && adopt ? reserve(events.length) : null;
+    let claimed: Parameters<NonNullable<typeof adopt>>[0] = [];
+    try {
+      const recorded = await recordAndClaimCreatedEvents(deps.pool, events, claim);
+      claimed = recorded.claimed;
+      const accepted = recorded.outcomes.filter((outcome) => outcome === 'accepted').length;
+      return { outcomes: recorded.outcomes, unclaimed: accepted - claimed.length };
+    } finally {
+      if (claim) adopt?.(claimed, claim);
+    }
   };
   // Each record in its own CONSUMER span, continuing the record's trace (settlement-spans),
   // open for as long as its batch is being recorded.

@@ -132,6 +132,10 @@ export function createSettlementWorker(deps: WorkerDeps) {
     wake: engine.wake,
     start: engine.start,
     stop: engine.stop,
+    /** The intake's claim on the jobs it records (claim-on-insert.ts), for free slots. */
+    reserve: engine.reserve,
+    /** Works the jobs the intake claimed, once its transaction committed. */
+    adopt: engine.adopt,
     /** Keeps a record the consumer could not accept as a dead letter (sent by the publisher). */
     deadLetter: (record: ConsumedRecord, reason: DeadLetterReason) =>
       deadLetterPoison(deps, record, reason),
