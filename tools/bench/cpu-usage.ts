@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 
 /** Linux reports process times in clock ticks of 1/100 s (USER_HZ) on every common platform. */
@@ -26,8 +27,38 @@ async function pidsNamed(name: string): Promise<number[]> {
   return pids;
 }
 
-/** Who is measured: pids directly, or every process with a command name (Postgres' backends). */
-export type CpuSubjects = Record<string, { pids: readonly number[] } | { command: string }>;
+/** `root` and every process below it (a postmaster's backends), by /proc's parent pids. */
+async function processTree(root: number): Promise<number[]> {
+  const parents = new Map<number, number>();
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (stat !== '') parents.set(Number(entry), ppid);
+  }
+  const tree = [root];
+  for (let i = 0; i < tree.length; i++) {
+    for (const [pid, ppid] of parents) if (ppid === tree[i]) tree.push(pid);
+  }
+  return tree;
+}
+
+/**
+ * Who is measured: pids directly, a process and its descendants (one stack's Postgres, when
+ * other stacks run on the machine), or every process with a command name.
+ */
+export type CpuSubjects = Record<
+  string,
+  { pids: readonly number[] } | { tree: number } | { command: string }
+>;
+
+async function subjectPids(
+  subject: { pids: readonly number[] } | { tree: number } | { command: string },
+): Promise<readonly number[]> {
+  if ('pids' in subject) return subject.pids;
+  if ('tree' in subject) return processTree(subject.tree);
+  return pidsNamed(subject.command);
+}
 
 /**
  * Samples the CPU time of each subject; the returned function samples again and resolves with
@@ -41,7 +72,7 @@ export async function startCpuWindow(
     Object.fromEntries(
       await Promise.all(
         Object.entries(subjects).map(async ([name, subject]) => {
-          const pids = 'pids' in subject ? subject.pids : await pidsNamed(subject.command);
+          const pids = await subjectPids(subject);
           const times = await Promise.all(pids.map(async (pid) => [pid, await cpuSecondsOf(pid)]));
           return [name, new Map(times as [number, number][])] as const;
         }),
@@ -62,4 +93,22 @@ export async function startCpuWindow(
     }
     return used;
   };
+}
+
+/**
+ * The bench stack's `service` (scripts/stack.sh pid, which follows STACK_DIR) and what runs
+ * below it; every `command` on the machine when the stack cannot name it. Other stacks on the
+ * machine (the shared one, other benches) are then not counted as this run's.
+ */
+export async function stackSubject(
+  root: string,
+  service: 'postgres' | 'kafka' | 'redis',
+  command: string,
+): Promise<{ tree: number } | { command: string }> {
+  const pid = await new Promise<number>((resolve) => {
+    execFile('bash', [`${root}/scripts/stack.sh`, 'pid', service], (error, stdout) => {
+      resolve(error ? Number.NaN : Number(stdout.trim().split('\n')[0]));
+    });
+  });
+  return Number.isInteger(pid) && pid > 0 ? { tree: pid } : { command };
 }

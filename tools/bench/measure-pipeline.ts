@@ -11,9 +11,9 @@ import { closeRedis, createRedis, type Redis } from '../../src/platform/redis.js
 import { roleDatabaseUrl, type ServiceRole } from '../support/role-database-url.js';
 import { createScratchDatabase, dropScratchDatabaseOrReport } from '../support/scratch-database.js';
 import { deleteKeysWithPrefix } from '../support/delete-keys-with-prefix.js';
-import { apiNodeArgs, peakRssMb, serviceEntry, startProcess } from './bench-process.js';
+import { apiNodeArgs, peakRssMb, ROOT, serviceEntry, startProcess } from './bench-process.js';
 import { backlogTrend, sampleBacklog, type BacklogTrend } from './backlog.js';
-import { startCpuWindow } from './cpu-usage.js';
+import { stackSubject, startCpuWindow } from './cpu-usage.js';
 import { constantRate, type RunResult, type Shot } from './load.js';
 
 export interface SettleLatency {
@@ -193,9 +193,9 @@ export async function measurePipeline(
       api: { pids: [api.child.pid ?? 0] },
       relay: { pids: [relay.child.pid ?? 0] },
       settlement: { pids: [settlement.child.pid ?? 0] },
-      postgres: { command: 'postgres' },
-      kafka: { command: 'java' },
-      redis: { command: 'redis-server' },
+      postgres: await stackSubject(ROOT, 'postgres', 'postgres'),
+      kafka: await stackSubject(ROOT, 'kafka', 'java'),
+      redis: await stackSubject(ROOT, 'redis', 'redis-server'),
       'load generator': { pids: [process.pid] },
     });
     const started = performance.now();
