@@ -24,6 +24,7 @@ export interface CreatePaymentDeps extends Omit<IdempotentCreateDeps, 'database'
       | 'KAFKA_TOPIC_PAYMENTS'
       | 'PAYMENT_BATCH_MAX_ROWS'
       | 'PAYMENT_BATCH_WINDOW_MS'
+      | 'PAYMENT_BATCH_IN_FLIGHT'
     >;
   /** Where Postgres outages are logged; a database step that succeeds ends one. */
   postgresOutage?: OutageLog;
@@ -50,6 +51,7 @@ export function createPaymentService(deps: CreatePaymentDeps) {
       db: deps.db,
       maxRows: deps.config.PAYMENT_BATCH_MAX_ROWS,
       windowMs: deps.config.PAYMENT_BATCH_WINDOW_MS,
+      inFlight: deps.config.PAYMENT_BATCH_IN_FLIGHT,
     }),
     now: deps.now ?? (() => new Date()),
     keyTtlSeconds: deps.config.IDEMPOTENCY_KEY_TTL_SECONDS,

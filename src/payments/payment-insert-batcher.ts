@@ -15,6 +15,12 @@ export interface PaymentInsertBatcherSettings {
   maxRows: number;
   /** ...or this long after its first request arrived; 0 turns batching off. */
   windowMs: number;
+  /**
+   * ...or, while fewer than this many batches are being written, at once (the next turn of the
+   * event loop): a lone request is not held back, and under load one batch is written while the
+   * next one fills. 0: only the two bounds above.
+   */
+  inFlight: number;
 }
 
 interface Pending extends BatchedPaymentRecord {
@@ -44,18 +50,28 @@ interface Pending extends BatchedPaymentRecord {
 export function createPaymentInsertBatcher(
   settings: PaymentInsertBatcherSettings,
 ): InsertPaymentRecord {
-  const { db, maxRows, windowMs } = settings;
+  const { db, maxRows, windowMs, inFlight } = settings;
   if (maxRows <= 1 || windowMs <= 0) return (record) => insertPaymentOnce(db, record);
 
   let waiting: Pending[] = [];
   let timer: NodeJS.Timeout | undefined;
+  let soon: NodeJS.Immediate | undefined;
+  let writing = 0;
 
   const flush = () => {
     clearTimeout(timer);
+    clearImmediate(soon);
     timer = undefined;
+    soon = undefined;
+    if (waiting.length === 0) return;
     const batch = waiting;
     waiting = [];
-    void writeBatch(db, batch);
+    writing++;
+    void writeBatch(db, batch).finally(() => {
+      writing--;
+      // A slot is free: what waits goes now rather than at the end of its window.
+      if (waiting.length > 0 && writing < inFlight) soon ??= setImmediate(flush);
+    });
   };
 
   return (record) =>
@@ -63,6 +79,7 @@ export function createPaymentInsertBatcher(
       // Captured here, in the request's context: the write runs outside it.
       waiting.push({ record, trace: currentTraceContext(), resolve, reject });
       if (waiting.length >= maxRows) flush();
+      else if (writing < inFlight) soon ??= setImmediate(flush);
       else timer ??= setTimeout(flush, windowMs);
     });
 }
@@ -70,7 +87,7 @@ export function createPaymentInsertBatcher(
 /** Writes `batch` and settles each request's promise; never rejects. */
 async function writeBatch(db: Queryable, batch: Pending[]): Promise<void> {
   if (batch.length === 1) {
-    writeAlone(db, batch);
+    await writeAlone(db, batch);
     return;
   }
   // One order for every batch's key records (merchant, key), so two concurrent batches sharing
@@ -85,7 +102,7 @@ async function writeBatch(db: Queryable, batch: Pending[]): Promise<void> {
       for (const pending of batch) pending.reject(error);
       return;
     }
-    writeAlone(db, batch);
+    await writeAlone(db, batch);
     return;
   }
   for (const pending of batch) {
@@ -95,10 +112,12 @@ async function writeBatch(db: Queryable, batch: Pending[]): Promise<void> {
 }
 
 /** Each request's own single-row write: its own outcome, whatever its neighbours' are. */
-function writeAlone(db: Queryable, batch: readonly Pending[]): void {
-  for (const pending of batch) {
-    insertPaymentOnce(db, pending.record, pending.trace).then(pending.resolve, pending.reject);
-  }
+async function writeAlone(db: Queryable, batch: readonly Pending[]): Promise<void> {
+  await Promise.all(
+    batch.map((pending) =>
+      insertPaymentOnce(db, pending.record, pending.trace).then(pending.resolve, pending.reject),
+    ),
+  );
 }
 
 function byKey(a: Pending, b: Pending): number {

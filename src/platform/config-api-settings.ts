@@ -44,6 +44,15 @@ export const apiSettings = {
     .describe(
       "How long a new payment's write waits for others to share its statement; 0 turns batching off.",
     ),
+  /**
+   * Two: one batch in Postgres while the next fills in the API, so neither waits for the other;
+   * a lone request goes at once instead of waiting out the window.
+   */
+  PAYMENT_BATCH_IN_FLIGHT: integer(0, 64)
+    .default(2)
+    .describe(
+      'While fewer batches than this are being written, a new payment is sent at once (no window); 0: batches wait for the window or max rows.',
+    ),
   /** Expired keys are few per second at our rates; once a minute keeps the table near its TTL. */
   IDEMPOTENCY_REAPER_INTERVAL_MS: integer(100, 3_600_000)
     .default(60_000)

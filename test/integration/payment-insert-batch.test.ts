@@ -86,7 +86,12 @@ async function writtenRows(merchantId: string) {
 describe('the batcher on the real database', () => {
   it('when many requests share a batch, then one transaction writes them all, a duplicated key once', async () => {
     const merchant = await createMerchant(db.pool, 'batch');
-    const insert = createPaymentInsertBatcher({ db: db.login('api'), maxRows: 300, windowMs: 50 });
+    const insert = createPaymentInsertBatcher({
+      db: db.login('api'),
+      maxRows: 300,
+      windowMs: 50,
+      inFlight: 0,
+    });
     const records = Array.from({ length: 200 }, (_, i) => newRecord(merchant.id, `k-${i}`));
     const twins = [newRecord(merchant.id, 'k-7'), newRecord(merchant.id, 'k-150')];
     const results = await Promise.all([...records, ...twins].map((record) => insert(record)));
@@ -106,7 +111,7 @@ describe('the batcher on the real database', () => {
     const api = db.login('api');
     const earlier = newRecord(merchant.id, 'taken');
     expect(await insertPaymentOnce(api, earlier)).not.toBeNull();
-    const insert = createPaymentInsertBatcher({ db: api, maxRows: 100, windowMs: 50 });
+    const insert = createPaymentInsertBatcher({ db: api, maxRows: 100, windowMs: 50, inFlight: 0 });
     const records = Array.from({ length: 30 }, (_, i) => newRecord(merchant.id, `c-${i}`));
     records.splice(11, 0, newRecord(merchant.id, 'taken'));
     const results = await Promise.all(records.map((record) => insert(record)));
@@ -121,7 +126,12 @@ describe('the batcher on the real database', () => {
 
   it('when one row breaks a constraint, then the batch is retried per request and only it fails', async () => {
     const merchant = await createMerchant(db.pool, 'bad row');
-    const insert = createPaymentInsertBatcher({ db: db.login('api'), maxRows: 100, windowMs: 50 });
+    const insert = createPaymentInsertBatcher({
+      db: db.login('api'),
+      maxRows: 100,
+      windowMs: 50,
+      inFlight: 0,
+    });
     const records = Array.from({ length: 20 }, (_, i) => newRecord(merchant.id, `b-${i}`));
     records[5] = newRecord(merchant.id, 'b-bad', 0); // amount 0 breaks the CHECK
     const results = await Promise.allSettled(records.map((record) => insert(record)));
@@ -151,7 +161,12 @@ describe('the batcher on the real database', () => {
          VALUES ($1, 'locked', $2, 202, '{}', now(), now() + interval '1 hour')`,
         [merchant.id, Buffer.alloc(32)],
       );
-      const insert = createPaymentInsertBatcher({ db: login, maxRows: 100, windowMs: 50 });
+      const insert = createPaymentInsertBatcher({
+        db: login,
+        maxRows: 100,
+        windowMs: 50,
+        inFlight: 0,
+      });
       const records = Array.from({ length: 10 }, (_, i) => newRecord(merchant.id, `t-${i}`));
       records.push(newRecord(merchant.id, 'locked'));
       const results = await Promise.allSettled(records.map((record) => insert(record)));

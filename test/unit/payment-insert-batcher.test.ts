@@ -63,7 +63,7 @@ afterEach(() => {
 describe('createPaymentInsertBatcher', () => {
   it('when the batch is full, then it is written at once, in one statement', async () => {
     const { db, statements } = fakeDb();
-    const insert = createPaymentInsertBatcher({ db, maxRows: 3, windowMs: 1_000 });
+    const insert = createPaymentInsertBatcher({ db, maxRows: 3, windowMs: 1_000, inFlight: 0 });
     const results = await Promise.all(['a', 'b', 'c'].map((key) => insert(record(key))));
     expect(statements).toEqual([{ name: 'payments.insert-payment-batch', rows: 3 }]);
     expect(results.map((stored) => stored?.paymentId ?? null)).toEqual([
@@ -76,7 +76,7 @@ describe('createPaymentInsertBatcher', () => {
 
   it('when the window ends first, then what has arrived is written; a lone request alone', async () => {
     const { db, statements } = fakeDb();
-    const insert = createPaymentInsertBatcher({ db, maxRows: 64, windowMs: 5 });
+    const insert = createPaymentInsertBatcher({ db, maxRows: 64, windowMs: 5, inFlight: 0 });
     const two = Promise.all([insert(record('a')), insert(record('b'))]);
     await vi.advanceTimersByTimeAsync(4);
     expect(statements).toEqual([]);
@@ -93,7 +93,7 @@ describe('createPaymentInsertBatcher', () => {
 
   it('when a batch fails, then each request is written alone with its own outcome', async () => {
     const { db, statements } = fakeDb(Object.assign(new Error('check'), { code: '23514' }));
-    const insert = createPaymentInsertBatcher({ db, maxRows: 2, windowMs: 5 });
+    const insert = createPaymentInsertBatcher({ db, maxRows: 2, windowMs: 5, inFlight: 0 });
     const results = await Promise.all([insert(record('a')), insert(record('b'))]);
     expect(results.map((stored) => stored?.paymentId)).toEqual(['payment-a', 'payment-b']);
     expect(statements.map((s) => s.name)).toEqual([
@@ -106,13 +106,50 @@ describe('createPaymentInsertBatcher', () => {
   it('when Postgres is unavailable, then every request of the batch gets that error, no retry', async () => {
     const lost = new Error('Connection terminated unexpectedly');
     const { db, statements } = fakeDb(lost);
-    const insert = createPaymentInsertBatcher({ db, maxRows: 2, windowMs: 5 });
+    const insert = createPaymentInsertBatcher({ db, maxRows: 2, windowMs: 5, inFlight: 0 });
     const results = await Promise.allSettled([insert(record('a')), insert(record('b'))]);
     expect(results).toEqual([
       { status: 'rejected', reason: lost },
       { status: 'rejected', reason: lost },
     ]);
     expect(statements).toHaveLength(1);
+  });
+
+  it('when fewer batches than inFlight are being written, then a request goes at once; else it waits for one to return', async () => {
+    const { db, statements } = fakeDb();
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    // The first statement is held until the gate opens.
+    const held: Queryable = {
+      query: (config: never) =>
+        statements.length === 0 ? gate.then(() => db.query(config)) : db.query(config),
+    };
+    const insert = createPaymentInsertBatcher({
+      db: held,
+      maxRows: 64,
+      windowMs: 1_000,
+      inFlight: 1,
+    });
+    const started = Date.now();
+    const first = insert(record('a'));
+    await vi.advanceTimersByTimeAsync(0); // the next turn: `a` is sent alone
+    const queued = [insert(record('b')), insert(record('c'))];
+    await vi.advanceTimersByTimeAsync(0);
+    open();
+    expect((await first)?.paymentId).toBe('payment-a');
+    await vi.advanceTimersByTimeAsync(0); // the turn after the first write returned
+    // Sent when the first write returned, not at the end of the window.
+    expect((await Promise.all(queued)).map((stored) => stored?.paymentId ?? null)).toEqual([
+      'payment-b',
+      null,
+    ]);
+    expect(Date.now()).toBe(started);
+    expect(statements).toEqual([
+      { name: 'payments.insert-payment-once', rows: 1 },
+      { name: 'payments.insert-payment-batch', rows: 2 },
+    ]);
   });
 
   it.each([
@@ -122,7 +159,7 @@ describe('createPaymentInsertBatcher', () => {
     'when max rows is %i and the window %i ms, then batching is off',
     async (maxRows, windowMs) => {
       const { db, statements } = fakeDb();
-      const insert = createPaymentInsertBatcher({ db, maxRows, windowMs });
+      const insert = createPaymentInsertBatcher({ db, maxRows, windowMs, inFlight: 2 });
       await Promise.all([insert(record('a')), insert(record('b'))]);
       expect(statements.map((s) => s.name)).toEqual([
         'payments.insert-payment-once',
