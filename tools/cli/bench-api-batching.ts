@@ -14,13 +14,13 @@ import { createLogger } from '../../src/platform/logger.js';
 import { databaseUrlWithName } from '../support/scratch-database.js';
 
 /**
- * A/B of group commit (PAYMENT_BATCH_*): two API processes on one bench database, batching off
- * (PAYMENT_BATCH_MAX_ROWS=1) and on, run alternately in closed loop; per run new payments/s,
+ * A/B of group commit (PAYMENT_BATCH_*): three API processes on one bench database, batching off
+ * (PAYMENT_BATCH_MAX_ROWS=1), window-only (PAYMENT_BATCH_IN_FLIGHT=0) and on, in rotation; per run new payments/s,
  * CPU ms per payment of the API, Postgres (every process of the postmaster BENCH_PG_PID) and
  * Redis (BENCH_REDIS_PID), payments per transaction, and the load average. Plus pgbench on the
  * same one-payment statement: Postgres CPU per payment when every payment is a transaction.
  * Environment: BENCH_CONCURRENCY (16), BENCH_SECONDS (10), BENCH_ROUNDS (3), BENCH_PG_PID,
- * BENCH_REDIS_PID, BENCH_BATCH_MAX_ROWS (64), BENCH_BATCH_WINDOW_MS (2), PGBENCH.
+ * BENCH_REDIS_PID, BENCH_BATCH_MAX_ROWS (64), BENCH_BATCH_WINDOW_MS (2), BENCH_BATCH_IN_FLIGHT (2), PGBENCH.
  */
 
 const run = promisify(execFile);
@@ -139,19 +139,27 @@ async function main(): Promise<void> {
   const children: ChildProcess[] = [];
   try {
     const apiEnv = bench.apiEnv('warn', Math.max(CONCURRENCY, 4));
-    const start = async (maxRows: string, windowMs: string) => {
-      const env = { ...apiEnv, PAYMENT_BATCH_MAX_ROWS: maxRows, PAYMENT_BATCH_WINDOW_MS: windowMs };
+    const start = async (maxRows: string, windowMs: string, inFlight = '2') => {
+      const env = {
+        ...apiEnv,
+        PAYMENT_BATCH_MAX_ROWS: maxRows,
+        PAYMENT_BATCH_WINDOW_MS: windowMs,
+        PAYMENT_BATCH_IN_FLIGHT: inFlight,
+      };
       const api = await startProcess(serviceEntry('apps/api/main.js'), env, '/healthz');
       children.push(api.child);
       return { port: api.port, pid: api.child.pid ?? 0 };
     };
+    const maxRows = process.env.BENCH_BATCH_MAX_ROWS ?? '64';
+    const windowMs = process.env.BENCH_BATCH_WINDOW_MS ?? '2';
+    // off: one statement per payment; window: batches close on the window or max rows only;
+    // on: the default, also sent at once while fewer than PAYMENT_BATCH_IN_FLIGHT are written.
     const arms = {
       off: await start('1', '0'),
-      on: await start(
-        process.env.BENCH_BATCH_MAX_ROWS ?? '64',
-        process.env.BENCH_BATCH_WINDOW_MS ?? '2',
-      ),
+      window: await start(maxRows, windowMs, '0'),
+      on: await start(maxRows, windowMs, process.env.BENCH_BATCH_IN_FLIGHT ?? '2'),
     };
+    const names = Object.keys(arms) as (keyof typeof arms)[];
     const body = JSON.stringify({ amount: 1000, currency: 'EUR' });
     const newPayment = (): Shot => ({
       method: 'POST',
@@ -176,7 +184,8 @@ async function main(): Promise<void> {
 
     const results: Measured[] = [];
     for (let round = 0; round < ROUNDS; round++) {
-      const order = round % 2 === 0 ? (['off', 'on'] as const) : (['on', 'off'] as const);
+      // Rotated, so no arm always runs first (the machine's load drifts).
+      const order = names.map((_, i) => names[(i + round) % names.length] ?? 'off');
       for (const name of order) {
         const arm = arms[name];
         say(`round ${round + 1}: batching ${name}`);
