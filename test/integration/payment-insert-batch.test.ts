@@ -205,6 +205,7 @@ describe('POST /payments with group commit', () => {
     const api = await batchingApi({
       PAYMENT_BATCH_MAX_ROWS: '26',
       PAYMENT_BATCH_WINDOW_MS: '1000',
+      PAYMENT_BATCH_IN_FLIGHT: '0',
       REQUEST_DEADLINE_MS: '30000',
     });
     const merchant = await api.merchant('batch', BENCH_TIER.name);
@@ -271,6 +272,7 @@ describe('POST /payments with group commit', () => {
     const api = await batchingApi({
       PAYMENT_BATCH_MAX_ROWS: '5',
       PAYMENT_BATCH_WINDOW_MS: '1000',
+      PAYMENT_BATCH_IN_FLIGHT: '0',
       REQUEST_DEADLINE_MS: '300',
     });
     const merchant = await api.merchant('batch', BENCH_TIER.name);
