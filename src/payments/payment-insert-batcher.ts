@@ -30,12 +30,17 @@ interface Pending extends BatchedPaymentRecord {
 
 /**
  * Group commit for POST /payments: the new-payment writes of concurrent requests in this
- * process go to Postgres together, as ONE statement (insertPaymentBatch) per `windowMs` or
- * `maxRows` requests, and each request is answered with its own result: its stored response,
+ * process go to Postgres together, as ONE statement (insertPaymentBatch), and each request is
+ * answered with its own result: its stored response,
  * or null when its key was taken (the idempotency layer then replays, or answers 422, exactly
  * as after a single-row insert). One statement is one transaction, so each request's key
  * record, payment and outbox row still commit together (I1, I2); a key twice in one batch is
  * written once, for the first (ON CONFLICT DO NOTHING sees the command's own rows).
+ *
+ * When: at once while fewer than `inFlight` batches are being written (a lone request waits
+ * for nothing and goes as the one-row statement), else as soon as one of them returns, or
+ * `windowMs` after the first waiting write, or when `maxRows` are waiting. Under load one batch
+ * is in Postgres while the next fills, so the API and Postgres work at the same time.
  *
  * A batch that fails (a row breaking a constraint, the statement timing out, a deadlock) is
  * written again request by request with insertPaymentOnce, so one bad request never fails its
