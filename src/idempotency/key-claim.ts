@@ -1,6 +1,6 @@
 import type { KeyLocks } from './key-lock.js';
 import type { RedisGuard } from './redis-guard.js';
-import type { ResponseCache } from './response-cache.js';
+import { decodeCachedResponse, type ResponseCache } from './response-cache.js';
 import type { StoredResponse } from './stored-response.js';
 
 export type KeyClaim =
@@ -26,6 +26,11 @@ export type KeyClaim =
  * failure goes through the guard exactly as the separate steps did: failing open, the request
  * writes without a lock and its response is cached if Redis is back by then; failing closed, it
  * is refused (IdempotencyCacheUnavailable). Step names: `claim`, then `cache-set` or `release`.
+ *
+ * `peeked`: the raw cache entry already read with the rate limit (the merchant gate's
+ * `res.locals.peekedResponse`); a hit is the answer without another command, still through the
+ * guard, so a breaker that skips Redis (or refuses, failing closed) does what it did before.
+ * A miss is not trusted (the twin may have finished since): the claim reads the cache again.
  */
 export async function claimKey(
   locks: KeyLocks,
@@ -34,8 +39,14 @@ export async function claimKey(
   merchantId: string,
   key: string,
   fingerprintHex: string,
+  peeked?: string | null,
 ): Promise<KeyClaim> {
-  const claim = await redis.attempt('claim', () => locks.claim(merchantId, key, fingerprintHex));
+  const hit = peeked ? decodeCachedResponse(peeked, Date.now()) : null;
+  const claim = await redis.attempt('claim', () =>
+    hit
+      ? Promise.resolve({ kind: 'cached' as const, response: hit })
+      : locks.claim(merchantId, key, fingerprintHex),
+  );
   if (claim?.kind === 'cached' || claim?.kind === 'held') return claim;
   let finished: Promise<void> | undefined;
   if (claim?.kind !== 'acquired') {

@@ -1,7 +1,13 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { ApiError } from '../http/api-error.js';
+import { parseIdempotencyKey } from '../http/idempotency-key-header.js';
 import { rateLimitHeaders } from '../rate-limits/rate-limit-headers.js';
-import type { RateDecision, RateLimit, RatePolicy } from '../rate-limits/rate-limiter.js';
+import type {
+  RateDecision,
+  RateLimit,
+  RateLimitAndPeek,
+  RatePolicy,
+} from '../rate-limits/rate-limiter.js';
 import { apiKeyPrefix } from './api-key.js';
 import type { Authenticator } from './authenticator.js';
 import type { Merchant } from './merchant-repository.js';
@@ -14,6 +20,20 @@ export interface MerchantGateDeps {
    * numbers) per presented key prefix. Only failures spend from them.
    */
   unauthenticatedPolicy: RatePolicy;
+  /**
+   * With both: a POST with a valid Idempotency-Key spends the merchant's bucket and reads the
+   * key's cached response in the same Redis command (`rateLimitAndPeek`, at the Redis key
+   * `responseKeyOf` names), leaving the raw entry (or null) in `res.locals.peekedResponse` for
+   * the create to replay without another round trip. Without them, only the bucket is spent.
+   */
+  rateLimitAndPeek?: RateLimitAndPeek;
+  responseKeyOf?: (merchantId: string, idempotencyKey: string) => string;
+}
+
+/** What the gate leaves in `res.locals` for a POST it peeked for (see MerchantGateDeps). */
+export interface PeekedLocals {
+  /** The cached response's raw entry; null: none (or not read); absent: not peeked. */
+  peekedResponse?: string | null;
 }
 
 /** `Bearer <key>`: the scheme case-insensitive, one or more spaces before the key (RFC 9110 section 11.1, `1*SP`). */
@@ -71,11 +91,34 @@ export function merchantGate(deps: MerchantGateDeps): RequestHandler {
     });
   };
 
+  /** The merchant's tier bucket; for a keyed POST, the key's cached response read with it. */
+  const spendMerchantBucket = async (
+    req: Request,
+    res: Response,
+    merchant: Merchant,
+  ): Promise<RateDecision> => {
+    const { rateLimitAndPeek, responseKeyOf } = deps;
+    if (req.method !== 'POST' || !rateLimitAndPeek || !responseKeyOf) {
+      return deps.rateLimit('merchant', merchant.id, merchant.tier);
+    }
+    const key = parseIdempotencyKey(req.headers['idempotency-key']);
+    if (!key.ok) return deps.rateLimit('merchant', merchant.id, merchant.tier);
+    const peekKey = responseKeyOf(merchant.id, key.key);
+    const { peeked, ...decision } = await rateLimitAndPeek(
+      'merchant',
+      merchant.id,
+      merchant.tier,
+      peekKey,
+    );
+    (res.locals as PeekedLocals).peekedResponse = peeked;
+    return decision;
+  };
+
   return async (req: Request, res: Response, next: NextFunction) => {
     const apiKey = BEARER.exec(req.headers.authorization ?? '')?.[1] ?? null;
     const merchant: Merchant | null = apiKey ? await deps.authenticator.authenticate(apiKey) : null;
     if (!merchant) throw await failed(req.ip ?? 'unknown', apiKey);
-    const decision = await deps.rateLimit('merchant', merchant.id, merchant.tier);
+    const decision = await spendMerchantBucket(req, res, merchant);
     res.set(rateLimitHeaders(merchant.tier, decision));
     if (!decision.allowed) {
       throw new ApiError('rate_limited', 'Too many requests for this merchant; slow down.', {

@@ -3,13 +3,13 @@ import { paymentDatabaseGuard } from '../../http/payment-database-guard.js';
 import { createIdempotencyReaper } from '../../idempotency/idempotency-reaper.js';
 import { createIdempotentCreate } from '../../idempotency/idempotent-create.js';
 import { createKeyLocks } from '../../idempotency/key-lock.js';
-import { createResponseCache } from '../../idempotency/response-cache.js';
+import { createResponseCache, responseCacheKey } from '../../idempotency/response-cache.js';
 import { createAuthenticator } from '../../merchants/authenticator.js';
 import { createPaymentService, type CreatePaymentDeps } from '../../payments/create-payment.js';
 import { closeServer, listen } from '../../platform/http-listen.js';
 import { createOutageLog } from '../../platform/outage-log.js';
 import { checkReadiness, drainableReadiness } from '../../platform/readiness.js';
-import { createRateLimit } from '../../rate-limits/rate-limiter.js';
+import { createRateLimiter } from '../../rate-limits/rate-limiter.js';
 import type { MerchantGateDeps } from '../../merchants/merchant-gate.js';
 import type { Platform } from '../../platform/platform.js';
 import { createRefundService } from '../../refunds/create-refund.js';
@@ -47,6 +47,11 @@ export async function startApi(
     ...(options.beforeWrite ? { beforeWrite: options.beforeWrite } : {}),
   });
   const createRefund = createRefundService({ pool, cache, locks, logger, config, redisOutage });
+  const rateLimiter = createRateLimiter(redis, {
+    keyPrefix: config.REDIS_KEY_PREFIX,
+    timeoutMs: config.RATE_LIMIT_REDIS_TIMEOUT_MS,
+    outage: redisOutage,
+  });
   // One gate (authentication + rate limits) shared by the payments and refunds routes.
   const gate: MerchantGateDeps = {
     authenticator: createAuthenticator(
@@ -54,11 +59,9 @@ export async function startApi(
       config.AUTH_CACHE_TTL_MS,
       config.AUTH_NEGATIVE_CACHE_TTL_MS,
     ),
-    rateLimit: createRateLimit(redis, {
-      keyPrefix: config.REDIS_KEY_PREFIX,
-      timeoutMs: config.RATE_LIMIT_REDIS_TIMEOUT_MS,
-      outage: redisOutage,
-    }),
+    rateLimit: rateLimiter.limit,
+    rateLimitAndPeek: rateLimiter.limitAndPeek,
+    responseKeyOf: (merchantId, key) => responseCacheKey(config.REDIS_KEY_PREFIX, merchantId, key),
     unauthenticatedPolicy: {
       name: 'unauthenticated',
       ratePerSecond: config.RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE / 60,
