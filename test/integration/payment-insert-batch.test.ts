@@ -245,7 +245,8 @@ describe('POST /payments with group commit', () => {
   });
 
   it('when Redis works, then 300 concurrent requests commit once per key; twins replay or get 409', async () => {
-    const api = await batchingApi({ REQUEST_DEADLINE_MS: '30000' });
+    // The in-flight rule on (the window-only default is the other cases').
+    const api = await batchingApi({ REQUEST_DEADLINE_MS: '30000', PAYMENT_BATCH_IN_FLIGHT: '2' });
     const merchant = await api.merchant('batch', BENCH_TIER.name);
     const keys = [
       ...Array.from({ length: 250 }, (_, i) => `many-${i}`),

@@ -152,8 +152,8 @@ async function main(): Promise<void> {
     };
     const maxRows = process.env.BENCH_BATCH_MAX_ROWS ?? '64';
     const windowMs = process.env.BENCH_BATCH_WINDOW_MS ?? '2';
-    // off: one statement per payment; window: batches close on the window or max rows only;
-    // on: the default, also sent at once while fewer than PAYMENT_BATCH_IN_FLIGHT are written.
+    // off: one statement per payment; window: batches close on the window or max rows only (the
+    // default); on: also sent at once while fewer than BENCH_BATCH_IN_FLIGHT are being written.
     const arms = {
       off: await start('1', '0'),
       window: await start(maxRows, windowMs, '0'),
