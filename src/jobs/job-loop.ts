@@ -16,6 +16,14 @@ export interface JobLoopDeps<J> {
   work: (job: J) => Promise<void>;
   /** When the earliest waiting job is due, if any. */
   nextDueAt: () => Promise<Date | null>;
+  /**
+   * Whether a finished job makes the loop claim again: `always` (the default), or
+   * `while-backlog`: only while the last claim filled every slot it asked for or new work was
+   * announced since (wake, adopt), for a kind whose intake claims its own jobs (claim on insert),
+   * where a claim after each finish would mostly come back empty. Due retries and expired leases
+   * are then found by the next wake-up, or by the poll.
+   */
+  claimAfterFinish?: 'always' | 'while-backlog';
 }
 
 export interface JobLoop<J> {
@@ -61,7 +69,14 @@ function createWakeableSleep(): { wake: () => void; sleep: (ms: number) => Promi
  */
 export function createJobLoop<J>(deps: JobLoopDeps<J>): JobLoop<J> {
   const { concurrency, pollMs } = deps;
-  const { sleep, wake } = createWakeableSleep();
+  const { sleep, wake: wakeLoop } = createWakeableSleep();
+  const claimWhenFinished = deps.claimAfterFinish !== 'while-backlog';
+  /** Unclaimed work may be waiting (the last claim was full, or work was announced since). */
+  let backlog = true;
+  const wake = () => {
+    backlog = true;
+    wakeLoop();
+  };
   const inFlight = new Set<Promise<void>>();
   let stopped = true;
   let reserved = 0;
@@ -72,7 +87,7 @@ export function createJobLoop<J>(deps: JobLoopDeps<J>): JobLoop<J> {
   function startJob(job: J): void {
     const running = deps.work(job).finally(() => {
       inFlight.delete(running);
-      wake();
+      if (claimWhenFinished || backlog) wakeLoop();
     });
     inFlight.add(running);
   }
@@ -80,7 +95,9 @@ export function createJobLoop<J>(deps: JobLoopDeps<J>): JobLoop<J> {
   async function fillSlots(): Promise<number> {
     const free = concurrency - busySlots();
     if (free <= 0) return 0;
+    backlog = false;
     const jobs = await deps.claim(free);
+    if (jobs.length === free) backlog = true;
     for (const job of jobs) startJob(job);
     return jobs.length;
   }
@@ -102,6 +119,7 @@ export function createJobLoop<J>(deps: JobLoopDeps<J>): JobLoop<J> {
         if (busySlots() >= concurrency) await sleep(pollMs);
         else if (claimed === 0) await sleepUntilDue();
       } catch (error) {
+        backlog = true;
         deps.outage.failed(error, { action: `${deps.kind} claim failed; retrying` });
         await new Promise((r) => setTimeout(r, pollMs));
       }

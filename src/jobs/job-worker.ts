@@ -89,6 +89,8 @@ export interface JobPolicy {
   concurrency: number;
   pollMs: number;
   outageLogIntervalMs: number;
+  /** Whether a finished job makes the loop claim again (job-loop's claimAfterFinish). */
+  claimAfterFinish?: 'always' | 'while-backlog';
 }
 
 export interface JobWorkerDeps<J extends ClaimedJob, F> {
@@ -256,6 +258,7 @@ export function createJobWorker<J extends ClaimedJob, F>(
     concurrency: policy.concurrency,
     pollMs: policy.pollMs,
     outage: postgresOutage,
+    ...(policy.claimAfterFinish ? { claimAfterFinish: policy.claimAfterFinish } : {}),
     claim,
     work: async (job) => {
       await workAndRelease(job);

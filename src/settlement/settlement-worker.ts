@@ -54,6 +54,9 @@ function settlementJobPolicy(config: SettlementJobSettings): JobPolicy {
     concurrency: config.SETTLEMENT_CONCURRENCY,
     pollMs: config.SETTLEMENT_POLL_MS,
     outageLogIntervalMs: config.OUTAGE_LOG_INTERVAL_MS ?? 30_000,
+    // The intake claims the jobs it records for free slots (claim-on-insert): a claim after
+    // every finished job would mostly find nothing.
+    claimAfterFinish: 'while-backlog',
   };
 }
 

@@ -42,4 +42,50 @@ describe('job loop', () => {
     expect(lines[0]).not.toHaveProperty('err');
     expect(lines[1]).toMatchObject({ failures: 40 });
   });
+
+  it('when the intake claims its own jobs (while-backlog), then a finished job triggers no claim unless the last claim was full or work was announced', async () => {
+    const { logger } = capturedLogger();
+    let claims = 0;
+    let finishJob!: () => void;
+    const finished = new Promise<void>((resolve) => (finishJob = resolve));
+    const loop = createJobLoop<ClaimedJob>({
+      kind: 'settlement',
+      concurrency: 4,
+      pollMs: 60_000,
+      outage: createOutageLog('postgres', logger, 60_000),
+      claimAfterFinish: 'while-backlog',
+      claim: () => {
+        claims++;
+        return Promise.resolve([]);
+      },
+      work: () => finished,
+      nextDueAt: () => Promise.resolve(null),
+    });
+    loop.start();
+    await expect.poll(() => claims).toBe(1);
+    // Two slots held by an intake, one job adopted: the leftover slot is announced (a claim).
+    expect(loop.reserve(2)).toBe(2);
+    loop.adopt([{ ...job('a') }], 2);
+    await expect.poll(() => claims).toBe(2);
+    // The adopted job finishes with nothing announced: no claim.
+    finishJob();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(claims).toBe(2);
+    // New work announced: a claim at once.
+    loop.wake();
+    await expect.poll(() => claims).toBe(3);
+    await loop.stop();
+    expect(loop.reserve(1)).toBe(0);
+  });
 });
+
+function job(id: string): ClaimedJob {
+  return {
+    id,
+    leaseOwner: 'owner',
+    attempts: 1,
+    exhausted: false,
+    lastFailure: null,
+    firstFailureAt: null,
+  };
+}
