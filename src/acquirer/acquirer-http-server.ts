@@ -1,0 +1,122 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { z } from 'zod';
+import {
+  AcquirerTransientError,
+  type Acquirer,
+  type ChargeResult,
+  type RefundAcquirer,
+  type RefundResult,
+} from './acquirer.js';
+
+/**
+ * The acquirer as its own process (issue 29): charges and refunds over HTTP, as a real acquirer
+ * is reached, answered by the simulators (acquirer-simulator.ts, refund-simulator.ts) with their
+ * own books. The wire format is what http-acquirer.ts sends:
+ *
+ * - `POST /charges` and `POST /refunds`, a JSON body, the request's key in `Idempotency-Key`
+ *   (the same on every attempt; the books answer a repeated key with the stored answer);
+ * - 200 `{ outcome: 'approved', reference }` or `{ outcome: 'declined', code }`: final;
+ * - 503 `{ error_class, message }`: transient, try again; 400: a malformed request.
+ *
+ * A call is abandoned when its client goes away (the simulators honour the abort signal), so
+ * `tok_timeout` costs the server nothing after the caller's timeout.
+ */
+
+const MAX_BODY_BYTES = 16 * 1024;
+
+const chargeBody = z.object({
+  paymentId: z.uuid(),
+  amount: z.number().int().positive(),
+  currency: z.string().min(3).max(3),
+  source: z.string().min(1).max(200),
+});
+
+const refundBody = chargeBody.extend({ refundId: z.uuid() });
+
+export interface AcquirerServerDeps {
+  charges: Acquirer;
+  refunds: RefundAcquirer;
+}
+
+export function createAcquirerServer(deps: AcquirerServerDeps): Server {
+  return createServer((req, res) => {
+    void route(deps, req, res);
+  });
+}
+
+async function route(
+  deps: AcquirerServerDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  const aborted = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) aborted.abort(new Error('client closed the connection'));
+  });
+  try {
+    if (req.method === 'GET' && req.url === '/healthz') {
+      send(res, 200, { status: 'ok' });
+      return;
+    }
+    if (req.method !== 'POST' || (req.url !== '/charges' && req.url !== '/refunds')) {
+      send(res, 404, { error: 'not_found' });
+      return;
+    }
+    const key = req.headers['idempotency-key'];
+    if (typeof key !== 'string' || key.length === 0 || key.length > 200) {
+      send(res, 400, { error: 'idempotency_key_required' });
+      return;
+    }
+    const json: unknown = JSON.parse(await readBody(req));
+    const answer: ChargeResult | RefundResult =
+      req.url === '/charges'
+        ? await deps.charges.charge(
+            { ...chargeBody.parse(json), idempotencyKey: key },
+            aborted.signal,
+          )
+        : await deps.refunds.refund(
+            { ...refundBody.parse(json), idempotencyKey: key },
+            aborted.signal,
+          );
+    send(res, 200, answer);
+  } catch (error) {
+    if (aborted.signal.aborted) return;
+    if (error instanceof AcquirerTransientError) {
+      send(res, 503, { error_class: error.errorClass, message: error.message });
+    } else if (error instanceof SyntaxError || error instanceof z.ZodError) {
+      send(res, 400, { error: 'invalid_request' });
+    } else {
+      send(res, 500, { error: 'internal', message: String(error) });
+    }
+  }
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        reject(new SyntaxError('body too large'));
+        req.destroy();
+      } else {
+        chunks.push(chunk);
+      }
+    });
+    req.on('end', () => {
+      resolve(Buffer.concat(chunks).toString('utf8'));
+    });
+    req.on('error', reject);
+  });
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  if (res.headersSent || res.destroyed) return;
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+  });
+  res.end(text);
+}
