@@ -88,6 +88,8 @@ export function createIdempotentCreate(deps: IdempotentCreateDeps) {
     key: string,
     fingerprint: Buffer,
     insert: InsertOnce,
+    /** The raw cache entry the merchant gate read with the rate limit (PeekedLocals), if any. */
+    peeked?: string | null,
   ): Promise<CreateOutcome> {
     // One Redis command: the cached response (a replay), else the key's lock.
     const claim = await claimKey(
@@ -97,6 +99,7 @@ export function createIdempotentCreate(deps: IdempotentCreateDeps) {
       merchantId,
       key,
       fingerprint.toString('hex'),
+      peeked,
     );
     if (claim.kind === 'cached') return replayStoredResponse(claim.response, fingerprint);
     if (claim.kind === 'held') {

@@ -62,10 +62,15 @@ export function createPaymentService(deps: CreatePaymentDeps) {
     merchant: Merchant,
     key: string,
     body: CreatePaymentBody,
+    peeked?: string | null,
   ): Promise<CreateOutcome> {
     const fingerprint = requestFingerprint('POST', '/payments', fingerprinted(body));
-    return createOnce(merchant.id, key, fingerprint, () =>
-      insertNewPayment(write, merchant, key, body, fingerprint),
+    return createOnce(
+      merchant.id,
+      key,
+      fingerprint,
+      () => insertNewPayment(write, merchant, key, body, fingerprint),
+      peeked,
     );
   };
 }

@@ -2,7 +2,11 @@ import { Router, type NextFunction, type Request, type Response } from 'express'
 import { ApiError } from '../http/api-error.js';
 import { jsonBody, requireKeyAndJson } from '../http/json-body.js';
 import { validate } from '../http/validate.js';
-import { merchantGate, type MerchantGateDeps } from '../merchants/merchant-gate.js';
+import {
+  merchantGate,
+  type MerchantGateDeps,
+  type PeekedLocals,
+} from '../merchants/merchant-gate.js';
 import type { Merchant } from '../merchants/merchant-repository.js';
 import type { Queryable } from '../platform/db.js';
 import type { CreatePayment } from './create-payment.js';
@@ -34,7 +38,8 @@ function createPaymentHandler(createPayment: CreatePayment) {
     const body = validate(createPaymentBodySchema, req.body as unknown);
     const { merchant, idempotencyKey: key = '' } = res.locals as Authenticated;
     req.ctx.bind({ idempotency_key: key });
-    const outcome = await createPayment(merchant, key, body);
+    const { peekedResponse } = res.locals as PeekedLocals;
+    const outcome = await createPayment(merchant, key, body, peekedResponse);
     req.ctx.bind({ payment_id: outcome.paymentId });
     // The request deadline answered 503 already; a retry with the key will get this outcome.
     if (res.headersSent) return;
