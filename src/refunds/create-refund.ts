@@ -47,27 +47,34 @@ export function createRefundService(deps: CreateRefundDeps) {
     paymentId: string,
     body: CreateRefundBody,
     signal?: AbortSignal,
+    /** The raw cache entry the merchant gate read with the rate limit (PeekedLocals), if any. */
+    peeked?: string | null,
   ): Promise<CreateOutcome> {
     const fingerprint = requestFingerprint('POST', `/payments/${paymentId}/refunds`, body);
-    return createOnce(merchant.id, key, fingerprint, () =>
-      perPayment.run(
-        paymentId,
-        () =>
-          insertRefundOnce(deps.pool, {
-            merchantId: merchant.id,
-            idempotencyKey: key,
-            fingerprint,
-            ttlSeconds: deps.config.IDEMPOTENCY_KEY_TTL_SECONDS,
-            paymentId,
-            refundId: uuidv7(),
-            amount: body.amount ?? null,
-            reason: body.reason ?? null,
-            metadata: body.metadata ?? {},
-            createdAt: now(),
-            topic: deps.config.KAFKA_TOPIC_PAYMENTS,
-          }),
-        signal,
-      ),
+    return createOnce(
+      merchant.id,
+      key,
+      fingerprint,
+      () =>
+        perPayment.run(
+          paymentId,
+          () =>
+            insertRefundOnce(deps.pool, {
+              merchantId: merchant.id,
+              idempotencyKey: key,
+              fingerprint,
+              ttlSeconds: deps.config.IDEMPOTENCY_KEY_TTL_SECONDS,
+              paymentId,
+              refundId: uuidv7(),
+              amount: body.amount ?? null,
+              reason: body.reason ?? null,
+              metadata: body.metadata ?? {},
+              createdAt: now(),
+              topic: deps.config.KAFKA_TOPIC_PAYMENTS,
+            }),
+          signal,
+        ),
+      peeked,
     );
   };
 }

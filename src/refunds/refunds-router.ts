@@ -2,7 +2,11 @@ import { Router, type Request, type Response } from 'express';
 import { ApiError } from '../http/api-error.js';
 import { jsonBody, requireKeyAndJson } from '../http/json-body.js';
 import { validate } from '../http/validate.js';
-import { merchantGate, type MerchantGateDeps } from '../merchants/merchant-gate.js';
+import {
+  merchantGate,
+  type MerchantGateDeps,
+  type PeekedLocals,
+} from '../merchants/merchant-gate.js';
 import type { Merchant } from '../merchants/merchant-repository.js';
 import type { Queryable } from '../platform/db.js';
 import type { CreateRefund } from './create-refund.js';
@@ -36,12 +40,14 @@ function createRefundHandler(createRefund: CreateRefund) {
     req.ctx.bind({ idempotency_key: key, payment_id: paymentId });
     // A malformed id cannot exist: 404 like an unknown one, before anything is written.
     if (!UUID.test(paymentId)) throw new ApiError('not_found', `No payment ${paymentId}.`);
+    const { peekedResponse } = res.locals as PeekedLocals;
     const outcome = await createRefund(
       merchant,
       key,
       paymentId.toLowerCase(),
       body,
       requestEnded(res),
+      peekedResponse,
     );
     req.ctx.bind({ refund_id: outcome.refundId });
     res.status(outcome.status);
