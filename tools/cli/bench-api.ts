@@ -34,7 +34,7 @@ import { exitOnHelp } from '../support/exit-on-help.js';
  *
  * Settings (environment): BENCH_CONCURRENCY (16), BENCH_SECONDS (10), BENCH_LOG_LEVEL (warn),
  * BENCH_API_NODE_ARGS (node flags for the API process only, e.g. --max-semi-space-size=8),
- * BENCH_WEBHOOK_CYCLES (20; 0 skips the webhook A/B), BENCH_WEBHOOK_SLICE_SECONDS (1.5),
+ * BENCH_WEBHOOK_CYCLES (30; 0 skips the webhook A/B), BENCH_WEBHOOK_SLICE_SECONDS (1.5),
  * BENCH_WEBHOOK_ENDPOINTS (3).
  */
 
@@ -42,7 +42,7 @@ exitOnHelp(`usage: npm run bench:api
 New-payment and replay throughput of the API process next to pgbench running the same SQL and a
 bare Express endpoint; writes reports/bench-api-<time>.{json,md}. No arguments.
 Environment: BENCH_CONCURRENCY (16), BENCH_SECONDS (10), BENCH_LOG_LEVEL (warn), PGBENCH,
-BENCH_API_NODE_ARGS (node flags for the API process only), BENCH_WEBHOOK_CYCLES (20; 0 skips
+BENCH_API_NODE_ARGS (node flags for the API process only), BENCH_WEBHOOK_CYCLES (30; 0 skips
 the webhooks-configured A/B), BENCH_WEBHOOK_SLICE_SECONDS (1.5), BENCH_WEBHOOK_ENDPOINTS (3).`);
 
 const run = promisify(execFile);
@@ -50,7 +50,7 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'warn';
 const PGBENCH = process.env.PGBENCH ?? '/usr/lib/postgresql/15/bin/pgbench';
-const WEBHOOK_CYCLES = Number(process.env.BENCH_WEBHOOK_CYCLES ?? 20);
+const WEBHOOK_CYCLES = Number(process.env.BENCH_WEBHOOK_CYCLES ?? 30);
 const WEBHOOK_SLICE_SECONDS = Number(process.env.BENCH_WEBHOOK_SLICE_SECONDS ?? 1.5);
 const WEBHOOK_ENDPOINTS = Number(process.env.BENCH_WEBHOOK_ENDPOINTS ?? 3);
 

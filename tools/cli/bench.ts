@@ -53,7 +53,7 @@ const USAGE = `usage: npm run bench [-- --quick] [-- --pipeline-only]
 The benchmark report: starts the local stack, runs bench:api, bench:relay and bench:tracing,
 then the whole pipeline as three processes; writes reports/bench-<time>.{md,json,svg}.
 --quick: 15 s pipeline steps at four rates instead of 90 s at five, 12 tracing cycles instead
-of 40, 8 webhooks-configured cycles instead of 20 (about 10 minutes less).
+of 40, 12 webhooks-configured cycles instead of 30 (about 10 minutes less).
 --pipeline-only: only the pipeline's fixed-rate run (warm-up, then BENCH_SETTLE_RATE for
 BENCH_SETTLE_SECONDS; no bench:api, bench:relay, bench:tracing, no sweep): one summary line on
 stderr, the figures as JSON on stdout and in reports/bench-pipeline-<time>.json. For A/B runs
@@ -481,7 +481,7 @@ async function main(): Promise<void> {
   const existing = new Set(await readdir(path.join(ROOT, 'reports')));
   await runBench(
     'cli/bench-api.js',
-    QUICK && !process.env.BENCH_WEBHOOK_CYCLES ? { BENCH_WEBHOOK_CYCLES: '8' } : {},
+    QUICK && !process.env.BENCH_WEBHOOK_CYCLES ? { BENCH_WEBHOOK_CYCLES: '12' } : {},
   );
   const api = JSON.parse(await newestReport('bench-api-', existing)) as ApiReport;
   await keep('api', api);
