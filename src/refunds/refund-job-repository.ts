@@ -103,6 +103,11 @@ export async function completeRefund(
     if (!result) return 'lease_lost';
     if (result.id === null) return 'unchanged';
     const row = result as MovedRefund;
+    // The payment's row lock, held until commit, before the event (and its webhook deliveries'
+    // seq) is written: refunds of one payment completing at once then commit in seq order, so a
+    // later delivery never becomes claimable while an earlier one is still uncommitted (webhook
+    // deliveries go in seq order per endpoint and payment; a chaos run caught two the other way).
+    await client.query('SELECT 1 FROM payments WHERE id = $1 FOR NO KEY UPDATE', [row.payment_id]);
     if (final.status === 'failed') {
       await releaseRefundedAmount(client, row.payment_id, row.amount, now);
     }

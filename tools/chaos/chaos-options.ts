@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 export interface ChaosOptions {
   /** The faults are spread over this long; the load lasts until the last one was undone. */
   durationSeconds: number;
-  /** Processes of each role (api, relay, settlement). */
+  /** Processes of each role (api, relay, settlement, webhooks). */
   processes: number;
   /** Use the three-node Kafka (`scripts/stack.sh start kafka3`) and lose one broker. */
   kafka3: boolean;
@@ -27,7 +27,7 @@ export const CHAOS_USAGE = `usage: npm run chaos -- [--duration <s>] [--processe
                         [--deadline-ms <ms>] [--keep]
   --duration     seconds the faults are spread over (default 180, at least 60); the load runs
                  until 20 s after the last one was undone, longer when restarts are slow
-  --processes    processes of each role: api, relay, settlement (default 2)
+  --processes    processes of each role: api, relay, settlement, webhooks (default 2)
   --kafka3       run against the three-node Kafka (scripts/stack.sh start kafka3); one broker
                  is frozen and one killed instead of the single broker's stop, and the whole
                  cluster is frozen while dead letters are due

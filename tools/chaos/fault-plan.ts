@@ -70,6 +70,7 @@ export function planFaults(
     { label: 'SIGKILL api-1, restart', action: { kind: 'kill-role', role: 'api' } },
     { label: 'SIGKILL relay-1, restart', action: { kind: 'kill-role', role: 'relay' } },
     { label: 'SIGKILL settlement-1, restart', action: { kind: 'kill-role', role: 'settlement' } },
+    { label: 'SIGKILL webhooks-1, restart', action: { kind: 'kill-role', role: 'webhooks' } },
     { label: 'rolling restart of every process', action: { kind: 'rolling-restart' } },
     { label: 'SIGSTOP relay-1 past its lease', action: { kind: 'pause-role', role: 'relay' } },
     { label: 'freeze Redis', action: { kind: 'freeze', service: 'redis' } },

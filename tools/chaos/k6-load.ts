@@ -65,8 +65,11 @@ export function startK6(k6: string, root: string, script: K6Script): RunningK6 {
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
-  child.stdout.pipe(output);
-  child.stderr.pipe(output);
+  // Both streams into one file: neither may end it (the other would write after its end and
+  // crash the run); it ends once the child's streams are closed.
+  child.stdout.pipe(output, { end: false });
+  child.stderr.pipe(output, { end: false });
+  child.on('close', () => output.end());
   const exited = new Promise<number | null>((resolve) => {
     child.on('error', () => {
       resolve(null);

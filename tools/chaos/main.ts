@@ -30,6 +30,13 @@ import {
 import { StackControl, type StackService } from './stack-control.js';
 import { roleDatabaseUrl } from '../support/role-database-url.js';
 import { sleep, Timeline } from './timeline.js';
+import {
+  noteReceivers,
+  startChaosReceivers,
+  startFailures,
+  webhookRoleEnv,
+} from './webhook-receivers.js';
+import { summarizeWebhooks, webhookFailures, webhookLines } from './webhook-summary.js';
 
 /** Verify judges every payment once the pipeline drained; a few seconds absorb clock skew. */
 const VERIFY_GRACE_SECONDS = 5;
@@ -162,6 +169,7 @@ async function main(): Promise<number> {
       if (role === 'api') apiUrls.push(`http://127.0.0.1:${port}`);
       fleet.add(role, i, {
         ...roleEnv(role),
+        ...webhookRoleEnv(role),
         PORT: String(port),
         METRICS_PORT: String(metricsPort),
         ...(role === 'relay'
@@ -193,12 +201,16 @@ async function main(): Promise<number> {
 
   faultContext.probe.apiUrl = apiUrls[apiUrls.length - 1] ?? '';
   faultContext.probe.apiKey = apiKeys[0] ?? '';
+  // An answering, a failing and a hanging webhook receiver, each with an endpoint per merchant.
+  const receivers = await startChaosReceivers({ dir: runDir, apiUrl: apiUrls[0] ?? '', apiKeys });
+  active.receivers = receivers;
 
   const conditionsAtStart = loadAverage(
     `conditions (${os.availableParallelism()} cores): load average at the start`,
   );
   const timeline = new Timeline();
   faultContext.timeline = timeline;
+  noteReceivers(receivers, timeline);
   // The load runs until TAIL_SECONDS after the last fault was undone (k6 stops on SIGINT); a
   // slow restart then never leaves a later fault without load. The cap only bounds a lost k6.
   const loadCapSeconds = options.durationSeconds * 4;
@@ -250,6 +262,8 @@ async function main(): Promise<number> {
   const windows: FaultWindow[] = [];
   for (const fault of planFaults(options.durationSeconds, options.kafka3, RELAY_PAUSE_SECONDS)) {
     await sleep(fault.atSeconds * 1000 - timeline.now());
+    if (fault.action.kind === 'kill-role' && fault.action.role === 'webhooks')
+      startFailures(receivers, timeline);
     windows.push(await runFault(fault, faultContext));
   }
   timeline.note(`every fault undone; ${TAIL_SECONDS} s more load`);
@@ -267,10 +281,14 @@ async function main(): Promise<number> {
       String(options.verifyWaitSeconds),
       '--grace',
       String(VERIFY_GRACE_SECONDS),
+      '--webhook-receipts',
+      receivers.set.files.join(','),
     ],
     { cwd: root, env, timeoutMs: (options.verifyWaitSeconds + 300) * 1000 },
   );
   timeline.note(`verify exited ${verify.code ?? 'by a signal'}`);
+  const webhooks = await summarizeWebhooks(db, receivers);
+  await receivers.set.close();
   await fleet.stopAll();
   await db.end();
   timeline.note('every process stopped');
@@ -305,7 +323,12 @@ async function main(): Promise<number> {
     timeline.startedAt,
     report.k6.reduce((n, run) => n + (run.summary?.counters.unresolved_requests ?? 0), 0),
   );
-  report.failures = [...judge(report, options), ...rollingRestartFailures(faultContext.rolled)];
+  report.notes.push(...webhookLines(webhooks));
+  report.failures = [
+    ...judge(report, options),
+    ...rollingRestartFailures(faultContext.rolled),
+    ...webhookFailures(webhooks),
+  ];
   const text = formatChaosReport(report);
   writeFileSync(path.join(runDir, 'report.txt'), text);
   writeFileSync(path.join(runDir, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
@@ -460,7 +483,10 @@ function installCleanup(
 }
 
 /** The running cleanup, for a run that ends in an error. */
-const active: { cleanup: (() => Promise<void>) | null } = { cleanup: null };
+const active: {
+  cleanup: (() => Promise<void>) | null;
+  receivers: { set: { close: () => Promise<void> } } | null;
+} = { cleanup: null, receivers: null };
 try {
   process.exitCode = await main();
 } catch (error) {
@@ -472,6 +498,7 @@ try {
     );
   }
   await active.cleanup?.();
+  await active.receivers?.set.close();
   process.exitCode = 2;
 }
 

@@ -15,6 +15,7 @@ import {
 import { closedLoop, constantRate, type RunResult, type Shot } from '../bench/load.js';
 import { percentile } from '../bench/percentile.js';
 import { paymentPgbenchDefines, paymentPgbenchScript } from '../bench/pgbench-script.js';
+import { measureWebhooksConfigured, webhookTableRows } from '../bench/webhooks-configured.js';
 import { loadConfig } from '../../src/platform/config.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { openBenchDatabase } from '../bench/bench-database.js';
@@ -27,21 +28,31 @@ import { exitOnHelp } from '../support/exit-on-help.js';
  * pgbench running the same SQL statement at the same concurrency, and a bare Express endpoint.
  * Not a test: it prints a table and writes reports/bench-api-<time>.{json,md}.
  *
+ * Then new payments with webhook endpoints configured for the bench merchant against the same
+ * merchant without any, with an A/A control, interleaved on the same process (issue 27:
+ * tools/bench/webhooks-configured.ts).
+ *
  * Settings (environment): BENCH_CONCURRENCY (16), BENCH_SECONDS (10), BENCH_LOG_LEVEL (warn),
- * BENCH_API_NODE_ARGS (node flags for the API process only, e.g. --max-semi-space-size=8).
+ * BENCH_API_NODE_ARGS (node flags for the API process only, e.g. --max-semi-space-size=8),
+ * BENCH_WEBHOOK_CYCLES (30; 0 skips the webhook A/B), BENCH_WEBHOOK_SLICE_SECONDS (1.5),
+ * BENCH_WEBHOOK_ENDPOINTS (3).
  */
 
 exitOnHelp(`usage: npm run bench:api
 New-payment and replay throughput of the API process next to pgbench running the same SQL and a
 bare Express endpoint; writes reports/bench-api-<time>.{json,md}. No arguments.
 Environment: BENCH_CONCURRENCY (16), BENCH_SECONDS (10), BENCH_LOG_LEVEL (warn), PGBENCH,
-BENCH_API_NODE_ARGS (node flags for the API process only).`);
+BENCH_API_NODE_ARGS (node flags for the API process only), BENCH_WEBHOOK_CYCLES (30; 0 skips
+the webhooks-configured A/B), BENCH_WEBHOOK_SLICE_SECONDS (1.5), BENCH_WEBHOOK_ENDPOINTS (3).`);
 
 const run = promisify(execFile);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'warn';
 const PGBENCH = process.env.PGBENCH ?? '/usr/lib/postgresql/15/bin/pgbench';
+const WEBHOOK_CYCLES = Number(process.env.BENCH_WEBHOOK_CYCLES ?? 30);
+const WEBHOOK_SLICE_SECONDS = Number(process.env.BENCH_WEBHOOK_SLICE_SECONDS ?? 1.5);
+const WEBHOOK_ENDPOINTS = Number(process.env.BENCH_WEBHOOK_ENDPOINTS ?? 3);
 
 const config = loadConfig();
 const logger = createLogger({ LOG_LEVEL: 'warn', LOG_FORMAT: 'json' });
@@ -124,7 +135,11 @@ async function main(): Promise<void> {
   try {
     const api = await startProcess(
       serviceEntry('apps/api/main.js'),
-      bench.apiEnv(LOG_LEVEL, Math.max(CONCURRENCY, 4)),
+      // Loopback allowed: the webhook A/B's endpoints point at the bare Express listener.
+      {
+        ...bench.apiEnv(LOG_LEVEL, Math.max(CONCURRENCY, 4)),
+        WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
+      },
       '/healthz',
       apiNodeArgs(),
     );
@@ -185,6 +200,27 @@ async function main(): Promise<void> {
     }));
     say('bare Express endpoint (closed loop)');
     const bareRun = await closedLoop(bare.port, CONCURRENCY, SECONDS, newPayment);
+    const webhooks =
+      WEBHOOK_CYCLES > 0
+        ? await (async () => {
+            say(
+              `new payments, merchant without webhook endpoints / again (A/A) / with ${WEBHOOK_ENDPOINTS}: ${WEBHOOK_CYCLES} cycles of ${WEBHOOK_SLICE_SECONDS} s slices`,
+            );
+            return measureWebhooksConfigured(
+              api.port,
+              merchant.apiKey,
+              {
+                cycles: WEBHOOK_CYCLES,
+                sliceSeconds: WEBHOOK_SLICE_SECONDS,
+                concurrency: CONCURRENCY,
+                endpoints: WEBHOOK_ENDPOINTS,
+                receiverUrl: `http://127.0.0.1:${bare.port}`,
+              },
+              newPayment,
+              say,
+            );
+          })()
+        : null;
     const rssMb = await peakRssMb(api.child.pid ?? 0);
 
     const ratio = (a: number, b: number) => Math.round((a / b) * 1000) / 10;
@@ -202,6 +238,7 @@ async function main(): Promise<void> {
       newPaymentsAtHalfPeak: { rate: halfRate, ...atHalf },
       replays,
       bareExpress: bareRun,
+      webhooksConfigured: webhooks,
       apiPeakRssMb: rssMb,
       ratios: {
         newPaymentsVsPgbenchPct: ratio(created.perSecond, reference.perSecond),
@@ -234,6 +271,7 @@ async function main(): Promise<void> {
         `${report.ratios.replaysVsBareExpressPct}% of bare Express (target >= 70%)`,
       ),
       row('bare Express endpoint', bareRun),
+      ...(webhooks ? webhookTableRows(webhooks) : []),
       '',
       `API peak RSS: ${rssMb} MB (target <= 150 MB). Status codes: new ${JSON.stringify(created.statuses)}, replays ${JSON.stringify(replays.statuses)}.`,
     ].join('\n');

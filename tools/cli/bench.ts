@@ -15,6 +15,10 @@ import { ROOT, toolEntry } from '../bench/bench-process.js';
 import { renderLatencyChart } from '../bench/latency-chart.js';
 import type { RunResult } from '../bench/load.js';
 import {
+  webhooksConfiguredBenchRow,
+  type WebhooksConfiguredResult,
+} from '../bench/webhooks-configured.js';
+import {
   backlogWindowSeconds,
   measurePipeline,
   type PipelineResult,
@@ -49,7 +53,7 @@ const USAGE = `usage: npm run bench [-- --quick] [-- --pipeline-only]
 The benchmark report: starts the local stack, runs bench:api, bench:relay and bench:tracing,
 then the whole pipeline as three processes; writes reports/bench-<time>.{md,json,svg}.
 --quick: 15 s pipeline steps at four rates instead of 90 s at five, 12 tracing cycles instead
-of 40 (about 9 minutes less).
+of 40, 12 webhooks-configured cycles instead of 30 (about 10 minutes less).
 --pipeline-only: only the pipeline's fixed-rate run (warm-up, then BENCH_SETTLE_RATE for
 BENCH_SETTLE_SECONDS; no bench:api, bench:relay, bench:tracing, no sweep): one summary line on
 stderr, the figures as JSON on stdout and in reports/bench-pipeline-<time>.json. For A/B runs
@@ -86,6 +90,8 @@ interface ApiReport {
   replays: RunResult;
   bareExpress: RunResult;
   apiPeakRssMb: number;
+  /** Issue 27's A/B (null when BENCH_WEBHOOK_CYCLES=0; absent in reports before it). */
+  webhooksConfigured?: WebhooksConfiguredResult | null;
 }
 
 /** bench:relay's JSON line (tools/cli/bench-relay.ts). */
@@ -207,6 +213,7 @@ function rows(api: ApiReport, relay: RelayReport, pipeline: PipelineResult): Row
       target: '>= 50% of pgbench',
       pass: newVsPg >= 50,
     },
+    webhooksConfiguredBenchRow(api.webhooksConfigured),
     {
       measure: `new payments at half the peak (${api.newPaymentsAtHalfPeak.rate}/s, open loop)`,
       value: latencies(api.newPaymentsAtHalfPeak.latencyMs),
@@ -472,7 +479,10 @@ async function main(): Promise<void> {
 
   say('bench:api (new payments vs pgbench, replays vs bare Express, RSS)');
   const existing = new Set(await readdir(path.join(ROOT, 'reports')));
-  await runBench('cli/bench-api.js');
+  await runBench(
+    'cli/bench-api.js',
+    QUICK && !process.env.BENCH_WEBHOOK_CYCLES ? { BENCH_WEBHOOK_CYCLES: '12' } : {},
+  );
   const api = JSON.parse(await newestReport('bench-api-', existing)) as ApiReport;
   await keep('api', api);
 
