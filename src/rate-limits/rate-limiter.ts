@@ -72,18 +72,6 @@ export function createRateLimit(redis: Redis, options: RateLimitOptions): RateLi
 export function createRateLimiter(redis: Redis, options: RateLimitOptions): RateLimiter {
   const locals = new Map<string, RateLimiterMemory>();
   const { outage } = options;
-  // Every RateLimiterRedis defines the token-bucket script on the client (the same command,
-  // `rlflxIncr`). The client pipelines each tick's commands, and a pipeline only knows the
-  // scripts defined when it was opened: a limiter first made in a tick that already had a
-  // command out (a tier's first request) found the script missing from that pipeline, so the
-  // library fell back to its fixed-window INCR and ioredis could crash the process. Defining it
-  // here, before any request, gives every pipeline the script.
-  new RateLimiterRedis({
-    storeClient: redis,
-    points: 1,
-    duration: 1,
-    customIncrTtlLuaScript: TOKEN_BUCKET_SCRIPT,
-  });
 
   /** The bucket's prefix, the way rate-limiter-flexible named it (`<prefix>:<key>` is the bucket). */
   const prefixOf = (scope: string, policy: RatePolicy) =>
