@@ -348,14 +348,15 @@ describe('process entry points', () => {
       'redis:up',
       'kafka:up',
     ]);
-    const metrics = await fetch(`${internalUrl}/metrics`);
-    expect(metrics.status).toBe(200);
-    const exported = await metrics.text();
+    // One job-gauge registration for the whole process: every kind is read. The gauges are read
+    // from the tables at scrape time, each read bounded (2 s): on a loaded machine the first
+    // scrape can come back without them, the next one has them.
+    const jobGauges = ['settlement', 'refund', 'webhook'].map(
+      (kind) => new RegExp(`^jobs\\{kind="${kind}",state="pending"\\} \\d+$`, 'm'),
+    );
+    const exported = await scrapeUntil(`${internalUrl}/metrics`, jobGauges);
     expect(exported).toContain('process_cpu_user_seconds_total');
-    // One job-gauge registration for the whole process: every kind is read.
-    for (const kind of ['settlement', 'refund', 'webhook']) {
-      expect(exported).toMatch(new RegExp(`^jobs\\{kind="${kind}",state="pending"\\} \\d+$`, 'm'));
-    }
+    for (const gauge of jobGauges) expect(exported).toMatch(gauge);
     expect((await fetch(`${internalUrl}/healthz`)).status).toBe(200);
 
     proc.child.kill('SIGTERM');
@@ -383,9 +384,10 @@ describe('process entry points', () => {
     expect(detailed.status).toBe(200);
     const body = (await detailed.json()) as { checks: { name: string; status: string }[] };
     expect(body.checks.map((c) => `${c.name}:${c.status}`)).toEqual(['postgres:up', 'redis:up']);
-    const metrics = await (await fetch(`${internalUrl}/metrics`)).text();
+    const webhookJobs = /^jobs\{kind="webhook",state="pending"\} \d+$/m;
+    const metrics = await scrapeUntil(`${internalUrl}/metrics`, [webhookJobs]);
     expect(metrics).toMatch(/^webhook_endpoints_disabled\{reason="failing"\} \d+$/m);
-    expect(metrics).toMatch(/^jobs\{kind="webhook",state="pending"\} \d+$/m);
+    expect(metrics).toMatch(webhookJobs);
     proc.child.kill('SIGTERM');
     const result = await proc.exited;
     expect(result.code).toBe(0);
@@ -544,6 +546,21 @@ describe('process entry points', () => {
 });
 
 /** A TCP server that accepts connections, reads them and never answers (a frozen dependency). */
+/**
+ * Scrapes `url` (200 each time) until every pattern matches or 20 s passed; returns the last
+ * scrape. Gauges read at scrape time may miss a scrape whose read timed out.
+ */
+async function scrapeUntil(url: string, patterns: readonly RegExp[]): Promise<string> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const response = await fetch(url);
+    expect(response.status).toBe(200);
+    const text = await response.text();
+    if (patterns.every((pattern) => pattern.test(text)) || Date.now() > deadline) return text;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
 async function silentServer(): Promise<{ port: number; close: () => Promise<void> }> {
   const sockets: Socket[] = [];
   const server = createServer((socket) => {
