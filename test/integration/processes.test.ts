@@ -4,7 +4,7 @@ import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Socket } from 'node:net';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { describe, expect, inject, it, vi } from 'vitest';
+import { describe, expect, inject, it, onTestFinished, vi } from 'vitest';
 import { hashApiKey } from '../../src/merchants/api-key.js';
 import { REPO_ROOT } from '../support/services.js';
 import { createTestDatabase, testConfig } from '../support/isolation.js';
@@ -319,12 +319,13 @@ describe('process entry points', () => {
   it('when all roles run in one process, then the public port says only "ready", the internal listener has the detail and /metrics, and SIGTERM exits 0 after draining', async () => {
     // The single all-roles process needs the union of the roles' grants: it is `npm run up --
     // --single`'s local mode, which runs as the owner with the refusal explicitly lifted.
+    // A migrated clone: the job gauges read the job tables (the services' own database is
+    // migrated only where someone ran `npm run migrate`, not in CI).
+    const db = await createTestDatabase();
+    onTestFinished(() => db.drop());
     const proc = startProcess(
       'apps/all/main.js',
-      processEnv({
-        DATABASE_URL: inject('services').databaseUrl,
-        DB_ALLOW_PRIVILEGED_LOGIN: 'true',
-      }),
+      processEnv({ DATABASE_URL: db.url, DB_ALLOW_PRIVILEGED_LOGIN: 'true' }),
     );
     const listening = await proc.waitForLog('api listening');
     const internal = await proc.waitForLog('internal listener ready');
@@ -376,7 +377,13 @@ describe('process entry points', () => {
   );
 
   it('when the webhooks role runs alone, then its readiness needs Postgres and Redis, not Kafka, and /metrics has its gauges', async () => {
-    const proc = startProcess('apps/webhooks/main.js', processEnv({}, 'webhooks'));
+    // A migrated clone: its gauges read the webhook tables.
+    const db = await createTestDatabase();
+    onTestFinished(() => db.drop());
+    const proc = startProcess(
+      'apps/webhooks/main.js',
+      processEnv({ DATABASE_URL: db.roleUrl('webhooks') }, 'webhooks'),
+    );
     const internal = await proc.waitForLog('internal listener ready');
     await proc.waitForLog('webhooks ready');
     const internalUrl = `http://127.0.0.1:${String(internal.port)}`;
