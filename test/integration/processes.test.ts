@@ -4,7 +4,7 @@ import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Socket } from 'node:net';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { describe, expect, inject, it, vi } from 'vitest';
+import { describe, expect, inject, it, onTestFinished, vi } from 'vitest';
 import { hashApiKey } from '../../src/merchants/api-key.js';
 import { REPO_ROOT } from '../support/services.js';
 import { createTestDatabase, testConfig } from '../support/isolation.js';
@@ -319,12 +319,13 @@ describe('process entry points', () => {
   it('when all roles run in one process, then the public port says only "ready", the internal listener has the detail and /metrics, and SIGTERM exits 0 after draining', async () => {
     // The single all-roles process needs the union of the roles' grants: it is `npm run up --
     // --single`'s local mode, which runs as the owner with the refusal explicitly lifted.
+    // A migrated clone: the job gauges read the job tables (the services' own database is
+    // migrated only where someone ran `npm run migrate`, not in CI).
+    const db = await createTestDatabase();
+    onTestFinished(() => db.drop());
     const proc = startProcess(
       'apps/all/main.js',
-      processEnv({
-        DATABASE_URL: inject('services').databaseUrl,
-        DB_ALLOW_PRIVILEGED_LOGIN: 'true',
-      }),
+      processEnv({ DATABASE_URL: db.url, DB_ALLOW_PRIVILEGED_LOGIN: 'true' }),
     );
     const listening = await proc.waitForLog('api listening');
     const internal = await proc.waitForLog('internal listener ready');
@@ -348,14 +349,15 @@ describe('process entry points', () => {
       'redis:up',
       'kafka:up',
     ]);
-    const metrics = await fetch(`${internalUrl}/metrics`);
-    expect(metrics.status).toBe(200);
-    const exported = await metrics.text();
+    // One job-gauge registration for the whole process: every kind is read. The gauges are read
+    // from the tables at scrape time, each read bounded (2 s): on a loaded machine the first
+    // scrape can come back without them, the next one has them.
+    const jobGauges = ['settlement', 'refund', 'webhook'].map(
+      (kind) => new RegExp(`^jobs\\{kind="${kind}",state="pending"\\} \\d+$`, 'm'),
+    );
+    const exported = await scrapeUntil(`${internalUrl}/metrics`, jobGauges);
     expect(exported).toContain('process_cpu_user_seconds_total');
-    // One job-gauge registration for the whole process: every kind is read.
-    for (const kind of ['settlement', 'refund', 'webhook']) {
-      expect(exported).toMatch(new RegExp(`^jobs\\{kind="${kind}",state="pending"\\} \\d+$`, 'm'));
-    }
+    for (const gauge of jobGauges) expect(exported).toMatch(gauge);
     expect((await fetch(`${internalUrl}/healthz`)).status).toBe(200);
 
     proc.child.kill('SIGTERM');
@@ -375,7 +377,13 @@ describe('process entry points', () => {
   );
 
   it('when the webhooks role runs alone, then its readiness needs Postgres and Redis, not Kafka, and /metrics has its gauges', async () => {
-    const proc = startProcess('apps/webhooks/main.js', processEnv({}, 'webhooks'));
+    // A migrated clone: its gauges read the webhook tables.
+    const db = await createTestDatabase();
+    onTestFinished(() => db.drop());
+    const proc = startProcess(
+      'apps/webhooks/main.js',
+      processEnv({ DATABASE_URL: db.roleUrl('webhooks') }, 'webhooks'),
+    );
     const internal = await proc.waitForLog('internal listener ready');
     await proc.waitForLog('webhooks ready');
     const internalUrl = `http://127.0.0.1:${String(internal.port)}`;
@@ -383,9 +391,10 @@ describe('process entry points', () => {
     expect(detailed.status).toBe(200);
     const body = (await detailed.json()) as { checks: { name: string; status: string }[] };
     expect(body.checks.map((c) => `${c.name}:${c.status}`)).toEqual(['postgres:up', 'redis:up']);
-    const metrics = await (await fetch(`${internalUrl}/metrics`)).text();
+    const webhookJobs = /^jobs\{kind="webhook",state="pending"\} \d+$/m;
+    const metrics = await scrapeUntil(`${internalUrl}/metrics`, [webhookJobs]);
     expect(metrics).toMatch(/^webhook_endpoints_disabled\{reason="failing"\} \d+$/m);
-    expect(metrics).toMatch(/^jobs\{kind="webhook",state="pending"\} \d+$/m);
+    expect(metrics).toMatch(webhookJobs);
     proc.child.kill('SIGTERM');
     const result = await proc.exited;
     expect(result.code).toBe(0);
@@ -544,6 +553,21 @@ describe('process entry points', () => {
 });
 
 /** A TCP server that accepts connections, reads them and never answers (a frozen dependency). */
+/**
+ * Scrapes `url` (200 each time) until every pattern matches or 20 s passed; returns the last
+ * scrape. Gauges read at scrape time may miss a scrape whose read timed out.
+ */
+async function scrapeUntil(url: string, patterns: readonly RegExp[]): Promise<string> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const response = await fetch(url);
+    expect(response.status).toBe(200);
+    const text = await response.text();
+    if (patterns.every((pattern) => pattern.test(text)) || Date.now() > deadline) return text;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
 async function silentServer(): Promise<{ port: number; close: () => Promise<void> }> {
   const sockets: Socket[] = [];
   const server = createServer((socket) => {
