@@ -7,6 +7,7 @@ import {
   type RefundAcquirer,
   type RefundResult,
 } from './acquirer.js';
+import type { ReadinessReport } from '../platform/readiness.js';
 
 /**
  * The acquirer as its own process (issue 29): charges and refunds over HTTP, as a real acquirer
@@ -36,6 +37,8 @@ const refundBody = chargeBody.extend({ refundId: z.uuid() });
 export interface AcquirerServerDeps {
   charges: Acquirer;
   refunds: RefundAcquirer;
+  /** GET /readyz: 200 when ready, 503 otherwise (the acquirer role: its database). */
+  readiness?: () => Promise<ReadinessReport>;
 }
 
 export function createAcquirerServer(deps: AcquirerServerDeps): Server {
@@ -56,6 +59,11 @@ async function route(
   try {
     if (req.method === 'GET' && req.url === '/healthz') {
       send(res, 200, { status: 'ok' });
+      return;
+    }
+    if (req.method === 'GET' && req.url === '/readyz' && deps.readiness) {
+      const report = await deps.readiness();
+      send(res, report.status === 'ready' ? 200 : 503, report);
       return;
     }
     if (req.method !== 'POST' || (req.url !== '/charges' && req.url !== '/refunds')) {

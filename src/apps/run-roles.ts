@@ -7,6 +7,7 @@ import { guardLogin } from '../platform/privileged-login.js';
 import { checkReadiness, drainableReadiness } from '../platform/readiness.js';
 import { registerShutdown } from '../platform/shutdown.js';
 import { logSpanExportOutages } from '../platform/tracing.js';
+import { startAcquirer } from './acquirer/start-acquirer.js';
 import { startApi } from './api/start-api.js';
 import { startRelay } from './relay/start-relay.js';
 import type { RunningRole } from './running-role.js';
@@ -14,6 +15,7 @@ import { startSettlement } from './settlement/start-settlement.js';
 import { startWebhooks } from './webhooks/start-webhooks.js';
 
 const starters = {
+  acquirer: startAcquirer,
   api: startApi,
   relay: startRelay,
   settlement: startSettlement,

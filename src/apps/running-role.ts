@@ -1,6 +1,6 @@
 /** A started process role: its name and how to stop it gracefully. */
 export interface RunningRole {
-  name: 'api' | 'relay' | 'settlement' | 'webhooks';
+  name: 'acquirer' | 'api' | 'relay' | 'settlement' | 'webhooks';
   close: () => Promise<void>;
   /**
    * Called first on SIGTERM: from then on the role says `draining` on /readyz and asks clients to

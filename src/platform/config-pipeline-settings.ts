@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { integer } from './config-fields.js';
+import { integer, urlWithProtocol } from './config-fields.js';
 
 /** Kafka requests, settlement, refunds, the acquirer, probes and the outbox relay (part of configSchema). */
 export const pipelineSettings = {
@@ -84,6 +84,25 @@ export const pipelineSettings = {
     .transform(Number)
     .default(0)
     .describe('Simulator only: probability (0-1) of a random transient failure.'),
+  /**
+   * Where settlement and the refund worker reach the acquirer (the `acquirer` role, or a real
+   * one). Unset: the simulator runs inside the settlement process, on its login (tests, the
+   * all-in-one).
+   */
+  ACQUIRER_URL: urlWithProtocol(['http:'], 'http://127.0.0.1:3100')
+    .optional()
+    .describe(
+      'Base URL of the acquirer process (the `acquirer` role); unset: an in-process simulator.',
+    ),
+  /** The acquirer role's own HTTP listener (POST /charges, /refunds, /healthz, /readyz). */
+  ACQUIRER_PORT: integer(0, 65535)
+    .default(3100)
+    .describe('Port the `acquirer` role listens on (0 picks a free port).'),
+  ACQUIRER_HOST: z
+    .string()
+    .min(1)
+    .default('127.0.0.1')
+    .describe('Address the `acquirer` role listens on.'),
   /** A readiness probe must answer before the orchestrator's own timeout (typically 1-5 s). */
   READINESS_TIMEOUT_MS: integer(100, 60_000)
     .default(2_000)

@@ -1,5 +1,6 @@
 import { createAcquirerSimulator } from '../../acquirer/acquirer-simulator.js';
 import type { Acquirer, RefundAcquirer } from '../../acquirer/acquirer.js';
+import { createHttpAcquirer } from '../../acquirer/http-acquirer.js';
 import { createRefundSimulator } from '../../acquirer/refund-simulator.js';
 import { connectInBackground } from '../../platform/connect-in-background.js';
 import { consumeBatches, createConsumer, ensureTopics, publish } from '../../platform/kafka.js';
@@ -16,13 +17,13 @@ import { createSettlementWorker, type WorkerDeps } from '../../settlement/settle
 import type { RunningRole } from '../running-role.js';
 
 export interface SettlementOptions {
-  /** Defaults to the simulator (BRIEF section 6). */
+  /** Defaults to the acquirer at ACQUIRER_URL, else the in-process simulator (BRIEF section 6). */
   acquirer?: Acquirer;
   /** Test-only fault injection, see WorkerDeps. */
   afterCharge?: WorkerDeps['afterCharge'];
   /** Test-only fault injection: runs before each dead-letter send; a rejection fails it. */
   beforeDeadLetter?: () => Promise<void>;
-  /** Refunds go to the simulator's refunds unless given. */
+  /** Refunds go to the acquirer at ACQUIRER_URL, else the simulator's refunds, unless given. */
   refundAcquirer?: RefundAcquirer;
   /** Test-only fault injection, see RefundWorkerDeps. */
   afterRefund?: RefundWorkerDeps['afterRefund'];
@@ -66,8 +67,13 @@ export function startSettlement(
     pollMs: Math.max(config.SETTLEMENT_POLL_MS, 1_000),
     retentionSeconds: config.DEAD_LETTER_RETENTION_SECONDS,
   });
+  // ACQUIRER_URL set: the acquirer is another process (the `acquirer` role, with its own books
+  // and login), each call bounded by ACQUIRER_TIMEOUT_MS; unset: the simulator runs in here.
+  const remote =
+    config.ACQUIRER_URL === undefined ? undefined : createHttpAcquirer(config.ACQUIRER_URL);
   const acquirer =
     options.acquirer ??
+    remote ??
     createAcquirerSimulator(pool, {
       latencyMs: config.ACQUIRER_SIM_LATENCY_MS,
       transientFailureRate: config.ACQUIRER_SIM_FAILURE_RATE,
@@ -89,7 +95,7 @@ export function startSettlement(
   const refundWorker = createRefundWorker({
     pool,
     postgresOutage,
-    acquirer: options.refundAcquirer ?? createRefundSimulator(pool),
+    acquirer: options.refundAcquirer ?? remote ?? createRefundSimulator(pool),
     deadLetters: { topic: config.KAFKA_TOPIC_DLQ, wake: deadLetters.wake },
     logger,
     config,

@@ -1,0 +1,3 @@
+import { runRoles } from '../run-roles.js';
+
+await runRoles(['acquirer']);
