@@ -1,6 +1,8 @@
-import { randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import Redlock, { ExecutionError, ResourceLockedError, type Lock } from 'redlock';
 import type { Redis } from '../platform/redis.js';
 import { redisScript } from '../platform/redis-script.js';
+import { redlockClient } from './redlock-client.js';
 import type { RedisGuard } from './redis-guard.js';
 import {
   cacheTtlMs,
@@ -33,41 +35,57 @@ export interface KeyLocks {
   claim(merchantId: string, key: string, fingerprint: string): Promise<ClaimAttempt>;
 }
 
-/**
- * Takes the lock unless it exists; on success the in-flight marker (the holder's request
- * fingerprint) is set with it, so a concurrent request with a different body gets 422 rather than
- * 409. Held: answers the holder's fingerprint. KEYS: lock, in-flight; ARGV: token, ttl, fingerprint.
+/*
+ * Redlock's three scripts, replaced through its constructor's `scripts` hook. Redlock sends
+ * KEYS = the lock's resources and ARGV = [lock value, duration ms], and counts a result equal to
+ * the number of resources as success. Our resources are [lock, in-flight marker, request
+ * fingerprint] and, for a claim, the response cache key: the fingerprint is data carried in KEYS
+ * (one Redis node, no cluster slots), because Redlock's ARGV has no room for it.
  */
-const LOCK = `
+
+/**
+ * No lock while the response is cached (when a cache key is given) or the lock exists; else the
+ * lock and, in the same script, the in-flight marker holding the fingerprint. All or nothing.
+ */
+const ACQUIRE = `
+if KEYS[4] and redis.call('EXISTS', KEYS[4]) == 1 then return 0 end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[2])
-  return {'acquired'}
-end
-return {'held', redis.call('GET', KEYS[2])}
-`;
-
-/** The cached response, else LOCK. KEYS: response, lock, in-flight; ARGV as LOCK's. */
-const CLAIM = `
-local cached = redis.call('GET', KEYS[1])
-if cached then return {'cached', cached} end
-if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  redis.call('SET', KEYS[3], ARGV[3], 'PX', ARGV[2])
-  return {'acquired'}
-end
-return {'held', redis.call('GET', KEYS[3])}
-`;
-
-/** Deletes lock and in-flight marker only while the lock holds this token. KEYS: lock, in-flight; ARGV: token. */
-const RELEASE = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1], KEYS[2])
+  redis.call('SET', KEYS[2], KEYS[3], 'PX', ARGV[2])
+  return #KEYS
 end
 return 0
 `;
 
+/** Extends lock and marker while the lock holds this value (unused today; Redlock's default would SET every resource). */
+const EXTEND = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+  return #KEYS
+end
+return 0
+`;
+
+/** Deletes lock and marker only while the lock holds this value. */
+const RELEASE = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1], KEYS[2])
+  return #KEYS
+end
+return 0
+`;
+
+/** After a refused acquire, which it was: the cached response, else the holder's fingerprint. KEYS: response, in-flight. */
+const INSPECT = `
+local cached = redis.call('GET', KEYS[1])
+if cached then return {'cached', cached} end
+return {'held', redis.call('GET', KEYS[2])}
+`;
+
 /**
- * Caches the response (when its TTL is positive), then RELEASE: no request can see the key
- * unlocked before its response is cached. KEYS: response, lock, in-flight; ARGV: token, entry, ttl.
+ * Caches the response (when its TTL is positive), then RELEASE for the Redlock lock's value: no
+ * request can see the key unlocked before its response is cached. Redlock has no way to carry a
+ * response, so this one is sent directly. KEYS: response, lock, in-flight; ARGV: value, entry, ttl.
  */
 const COMPLETE = `
 if tonumber(ARGV[3]) > 0 then
@@ -79,83 +97,121 @@ end
 return 0
 `;
 
-const lockScript = redisScript(LOCK);
-const claimScript = redisScript(CLAIM);
-const releaseScript = redisScript(RELEASE);
+const inspectScript = redisScript(INSPECT);
 const completeScript = redisScript(COMPLETE);
+const sha1 = (source: string) => createHash('sha1').update(source).digest('hex');
+
+const ignoreVotes = (): void => undefined;
+
+/** Redlock on the one Redis client, with the scripts above, no retries and no error noise. */
+export function createKeyRedlock(redis: Redis): Redlock {
+  const client = redlockClient(redis, {
+    acquireSha: sha1(ACQUIRE),
+    acquireSource: ACQUIRE,
+    releaseSha: sha1(RELEASE),
+    releaseSource: RELEASE,
+  });
+  const redlock = new Redlock(
+    [client],
+    // retryCount 0: a held key is answered at once (409 or the bounded wait), never spun on.
+    { retryCount: 0, driftFactor: 0.01 },
+    // As functions: 5.0.0-beta.2 types a plain string too but ignores it (only a function is
+    // applied), which would leave its default scripts in place. key-lock.test checks they are ours.
+    { acquireScript: () => ACQUIRE, extendScript: () => EXTEND, releaseScript: () => RELEASE },
+  );
+  // Redlock emits every failed vote. A refused acquire (ResourceLockedError) comes with every
+  // held or cached key: not an error. Any other error also rejects the call that met it, and the
+  // RedisGuard records it there (outage log, breaker, fail open or closed): nothing to do here.
+  redlock.on('error', ignoreVotes);
+  return redlock;
+}
 
 /**
- * A lock per (merchant, key) with the semantics Redlock has on one Redis (a random token, a TTL,
- * a release that deletes only its own token), in scripts of this module so that the cache check
- * and the lock are one command, and the cache write and the release another. It spares the
- * database a storm of duplicates; it does not guard correctness (no fencing token, it can expire
- * mid-request): the UNIQUE constraint does (DESIGN 13). No retries: a held lock is answered at
- * once (409 or the bounded wait), not spun on.
+ * Redlock's lock, or null when the acquire was refused (the key is held or cached). A Redis
+ * failure rejects with the client's own error (a refused connection, a command timeout), for the
+ * guard to see.
+ */
+async function tryAcquire(redlock: Redlock, resources: string[], ttlMs: number) {
+  try {
+    return await redlock.acquire(resources, ttlMs);
+  } catch (error) {
+    if (!(error instanceof ExecutionError)) throw error;
+    const votes = await Promise.all(error.attempts);
+    const causes = votes.flatMap((stats) => [...stats.votesAgainst.values()]);
+    const failure = causes.find((cause) => !(cause instanceof ResourceLockedError));
+    if (failure || causes.length === 0) throw failure ?? error;
+    return null;
+  }
+}
+
+/**
+ * A lock per (merchant, key), taken and held by Redlock (a random value, a TTL, a release that
+ * deletes only its own value) on the one Redis. Its acquire script also sets the in-flight marker
+ * and, for a claim, refuses when the response is cached: a new request takes the lock in one
+ * command, and the cache write plus the release is one more (COMPLETE). A refused claim costs a
+ * second command (INSPECT) to tell a cached response from a holder. It spares the database a
+ * storm of duplicates; it does not guard correctness (no fencing token, it can expire
+ * mid-request): the UNIQUE constraint does (DESIGN 13). No retries.
  */
 export function createKeyLocks(
   redis: Redis,
   prefix: string,
   ttlMs: number,
   now: () => number = Date.now,
+  redlock: Redlock = createKeyRedlock(redis),
 ): KeyLocks {
   const lockKey = (merchantId: string, key: string) => `${prefix}idem:lock:${merchantId}:${key}`;
   const inFlightKey = (merchantId: string, key: string) =>
     `${prefix}idem:inflight:${merchantId}:${key}`;
 
-  const held = (merchantId: string, key: string, token: string): HeldLock => {
-    const lock = lockKey(merchantId, key);
-    const inFlight = inFlightKey(merchantId, key);
-    return {
-      // Swallows its errors, as Redlock's release did: a lock left behind expires on its own.
-      release: async () => {
-        await releaseScript.run(redis, [lock, inFlight], [token]).catch(() => null);
-      },
-      complete: async (response) => {
-        const cacheKey = responseCacheKey(prefix, merchantId, key);
-        const ttl = Math.max(0, cacheTtlMs(response, now()));
-        const entry = encodeCachedResponse(response);
-        await completeScript.run(redis, [cacheKey, lock, inFlight], [token, entry, ttl]);
-      },
-    };
-  };
-
-  const lockOutcome = (
-    reply: unknown,
-    merchantId: string,
-    key: string,
-    token: string,
-  ): LockAttempt => {
-    const [kind, value] = reply as [string, string | null | undefined];
-    if (kind === 'acquired') return { kind: 'acquired', ...held(merchantId, key, token) };
-    return { kind: 'held', holderFingerprint: value ?? null };
-  };
-
-  const acquire = async (merchantId: string, key: string, fingerprint: string) => {
-    const token = randomUUID();
-    const keys = [lockKey(merchantId, key), inFlightKey(merchantId, key)];
-    const reply = await lockScript.run(redis, keys, [token, ttlMs, fingerprint]);
-    return lockOutcome(reply, merchantId, key, token);
-  };
-
-  return {
-    acquire,
-    async claim(merchantId, key, fingerprint) {
-      const token = randomUUID();
+  const held = (merchantId: string, key: string, lock: Lock): HeldLock => ({
+    // Swallows its errors, as it always did: a lock left behind expires on its own.
+    release: async () => {
+      await redlock.release(lock).catch(() => null);
+    },
+    complete: async (response) => {
       const keys = [
         responseCacheKey(prefix, merchantId, key),
         lockKey(merchantId, key),
         inFlightKey(merchantId, key),
       ];
-      const reply = await claimScript.run(redis, keys, [token, ttlMs, fingerprint]);
+      const ttl = Math.max(0, cacheTtlMs(response, now()));
+      await completeScript.run(redis, keys, [lock.value, encodeCachedResponse(response), ttl]);
+    },
+  });
+
+  const acquire = async (
+    merchantId: string,
+    key: string,
+    fingerprint: string,
+  ): Promise<LockAttempt> => {
+    const inFlight = inFlightKey(merchantId, key);
+    const lock = await tryAcquire(
+      redlock,
+      [lockKey(merchantId, key), inFlight, fingerprint],
+      ttlMs,
+    );
+    if (lock) return { kind: 'acquired', ...held(merchantId, key, lock) };
+    return { kind: 'held', holderFingerprint: await redis.get(inFlight) };
+  };
+
+  return {
+    acquire,
+    async claim(merchantId, key, fingerprint) {
+      const cacheKey = responseCacheKey(prefix, merchantId, key);
+      const inFlight = inFlightKey(merchantId, key);
+      const resources = [lockKey(merchantId, key), inFlight, fingerprint, cacheKey];
+      const lock = await tryAcquire(redlock, resources, ttlMs);
+      if (lock) return { kind: 'acquired', ...held(merchantId, key, lock) };
+      const reply = await inspectScript.run(redis, [cacheKey, inFlight], []);
       const [kind, value] = reply as [string, string | null | undefined];
-      if (kind !== 'cached') return lockOutcome(reply, merchantId, key, token);
+      if (kind !== 'cached') return { kind: 'held', holderFingerprint: value ?? null };
       const response = decodeCachedResponse(value ?? '', now());
       // Expired in its last millisecond, or an entry this version cannot read: a miss.
       return response ? { kind: 'cached', response } : acquire(merchantId, key, fingerprint);
     },
   };
 }
-
 export type KeyLockResult =
   /** Another request holds the key; its fingerprint, when known. */
   | { kind: 'held'; holderFingerprint: string | null }
