@@ -3,8 +3,8 @@ import { randomUUID } from 'node:crypto';
 import type { Config } from '../../src/platform/config.js';
 import type { Logger } from '../../src/platform/logger.js';
 import { openBenchDatabase } from './bench-database.js';
-import { peakRssMb, serviceEntry, startProcess } from './bench-process.js';
-import { startCpuWindow } from './cpu-usage.js';
+import { peakRssMb, ROOT, serviceEntry, startProcess } from './bench-process.js';
+import { stackSubject, startCpuWindow } from './cpu-usage.js';
 import { closedLoop, type Shot } from './load.js';
 import { percentile } from './percentile.js';
 
@@ -129,14 +129,17 @@ export async function runInterleaved(
     for (const variant of variants) {
       await closedLoop(ports[variant.name] ?? 0, concurrency, 3, newPayment);
     }
+    // The bench stack's own Postgres and Redis (scripts/stack.sh pid), not every postgres and
+    // redis-server on the machine.
+    const backendSubjects = {
+      postgres: await stackSubject(ROOT, 'postgres', 'postgres'),
+      redis: await stackSubject(ROOT, 'redis', 'redis-server'),
+    };
     const apiWindow = await startCpuWindow(pids);
     for (let cycle = 0; cycle < cycles; cycle += 1) {
       for (let i = 0; i < variants.length; i += 1) {
         const { name } = variants[(cycle + i) % variants.length] as ApiVariant;
-        const backend = await startCpuWindow({
-          postgres: { command: 'postgres' },
-          redis: { command: 'redis-server' },
-        });
+        const backend = await startCpuWindow(backendSubjects);
         const result = await closedLoop(ports[name] ?? 0, concurrency, sliceSeconds, newPayment);
         const used = await backend();
         for (const [status, count] of Object.entries(result.statuses)) {
