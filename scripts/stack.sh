@@ -297,13 +297,14 @@ EOF
 }
 
 # Idempotent: the owner login (migrations; CREATEDB for the test suite), one login per process
-# kind (api, relay, settlement, webhooks; grants in migrations/0009) and the database, passwords re-set
+# kind (api, relay, settlement, webhooks, acquirer; grants in migrations/0009) and the database, passwords re-set
 # every time. Local-development passwords: each login's password is its name.
 pg_bootstrap() {
   psql -X -q -v ON_ERROR_STOP=1 -h "$PG_SOCK" -p "$PG_PORT" -U postgres -d postgres \
     -v database="$APP_DB" -v owner="$APP_USER" -v owner_password="$APP_PASSWORD" \
     -v api_password=payments_api -v relay_password=payments_relay \
     -v settlement_password=payments_settlement -v webhooks_password=payments_webhooks \
+    -v acquirer_password=payments_acquirer \
     -f "$ROOT_DIR/scripts/db/create-roles.sql" >/dev/null
 }
 
@@ -588,7 +589,7 @@ cmd_env() {
   # has its own login: e.g. DATABASE_URL=$API_DATABASE_URL npm run start:api.
   echo "export DATABASE_URL=postgres://$APP_USER:$APP_PASSWORD@$base"
   echo "export MIGRATION_DATABASE_URL=postgres://$APP_USER:$APP_PASSWORD@$base"
-  for role in api relay settlement webhooks; do
+  for role in api relay settlement webhooks acquirer; do
     echo "export ${role^^}_DATABASE_URL=postgres://payments_$role:payments_$role@$base"
   done
   echo "export REDIS_URL=redis://127.0.0.1:$REDIS_PORT"

@@ -11,4 +11,5 @@ psql -X -v ON_ERROR_STOP=1 --username "$POSTGRES_USER" --dbname postgres \
   -v relay_password="${PAYMENTS_RELAY_PASSWORD:-payments_relay}" \
   -v settlement_password="${PAYMENTS_SETTLEMENT_PASSWORD:-payments_settlement}" \
   -v webhooks_password="${PAYMENTS_WEBHOOKS_PASSWORD:-payments_webhooks}" \
+  -v acquirer_password="${PAYMENTS_ACQUIRER_PASSWORD:-payments_acquirer}" \
   -f /payments-db/create-roles.sql

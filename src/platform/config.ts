@@ -34,7 +34,7 @@ export const FILE_SETTINGS = ['DATABASE_URL', 'REDIS_URL'] as const;
 
 /**
  * The development stack's own user:password pairs (scripts/stack.sh, docker-compose.yml, the
- * defaults above): the owner and the four per-process logins (scripts/db/create-roles.sql,
+ * defaults above): the owner and the per-process logins (scripts/db/create-roles.sql,
  * password = name). Anyone who read this repository knows them, so production refuses them.
  */
 export const BUILT_IN_CREDENTIALS: readonly string[] = [
@@ -43,6 +43,7 @@ export const BUILT_IN_CREDENTIALS: readonly string[] = [
   'payments_relay:payments_relay',
   'payments_settlement:payments_settlement',
   'payments_webhooks:payments_webhooks',
+  'payments_acquirer:payments_acquirer',
 ];
 
 /**

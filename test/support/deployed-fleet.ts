@@ -3,10 +3,11 @@ import { testConfig } from './isolation.js';
 import { startRoleProcess, type RoleProcess } from './role-process.js';
 import { FAST_SETTLEMENT } from './settlement-harness.js';
 
-export type FleetRole = 'api' | 'relay' | 'settlement' | 'webhooks';
+export type FleetRole = 'acquirer' | 'api' | 'relay' | 'settlement' | 'webhooks';
 
 /** The line each role's entry point logs once it works. */
 const READY: Record<FleetRole, string> = {
+  acquirer: 'acquirer ready',
   api: 'api listening',
   relay: 'relay ready',
   settlement: 'settlement ready',
@@ -16,6 +17,8 @@ const READY: Record<FleetRole, string> = {
 export interface DeployedFleet {
   /** http://127.0.0.1:<port> of the API process. */
   apiUrl: string;
+  /** http://127.0.0.1:<port> of the acquirer process ('' without one); settlement calls it. */
+  acquirerUrl: string;
   processes: Map<FleetRole, RoleProcess>;
   /** The environment every process got (the shared names: topics, group, Redis prefix). */
   env: Record<string, string>;
@@ -36,6 +39,7 @@ export function loginUrl(url: string, role: FleetRole): string {
  * own login (payments_api, payments_relay, payments_settlement, payments_webhooks), sharing one
  * set of topics, consumer group and Redis prefix; settlement with the tests' fast retry timings.
  * `perRole` adds settings to one role (e.g. WEBHOOK_ALLOWED_NETWORKS for api and webhooks).
+ * With an `acquirer` role (list it before settlement), settlement calls it (ACQUIRER_URL).
  */
 export async function startDeployedFleet(
   db: TestDatabase,
@@ -62,23 +66,27 @@ export async function startDeployedFleet(
     return codes;
   };
   let apiUrl = '';
+  let acquirerUrl = '';
   try {
     for (const role of roles) {
       const proc = startRoleProcess(`apps/${role}/main.js`, {
         ...env,
         ...(role === 'settlement' ? FAST_SETTLEMENT : {}),
+        ...(role === 'settlement' && acquirerUrl !== '' ? { ACQUIRER_URL: acquirerUrl } : {}),
+        ...(role === 'acquirer' ? { ACQUIRER_PORT: '0' } : {}),
         ...perRole[role],
         DATABASE_URL: loginUrl(db.url, role),
       });
       processes.set(role, proc);
       const ready = await withTimeout(proc.logLine(READY[role]), 60_000, `${role}: ${READY[role]}`);
       if (role === 'api') apiUrl = `http://127.0.0.1:${String(ready.port)}`;
+      if (role === 'acquirer') acquirerUrl = `http://127.0.0.1:${String(ready.port)}`;
     }
   } catch (error) {
     await stop();
     throw error;
   }
-  return { apiUrl, processes, env, stop };
+  return { apiUrl, acquirerUrl, processes, env, stop };
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {

@@ -1,4 +1,4 @@
-export type ServiceRole = 'api' | 'relay' | 'settlement' | 'webhooks';
+export type ServiceRole = 'acquirer' | 'api' | 'relay' | 'settlement' | 'webhooks';
 
 /**
  * `url` (the owner's, on any database) rewritten to log in as a process kind's own role, with
