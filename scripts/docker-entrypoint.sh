@@ -3,7 +3,7 @@
 # child and gets the SIGTERM that `docker stop` sends tini). The first argument picks what runs;
 # one image serves every role:
 #
-#   api | relay | settlement | webhooks
+#   api | relay | settlement | webhooks | acquirer
 #                               one role per container (the deployed shape; the image's default: api)
 #   all                         every role in one process (needs DB_ALLOW_PRIVILEGED_LOGIN=true)
 #   migrate                     applies migrations/ as MIGRATION_DATABASE_URL, else DATABASE_URL
@@ -19,6 +19,7 @@ case "$role" in
   api) exec node --max-old-space-size=1024 --import ./dist/platform/register-tracing.js dist/apps/api/main.js "$@" ;;
   relay) exec node --max-old-space-size=1024 --import ./dist/platform/register-tracing.js dist/apps/relay/main.js "$@" ;;
   settlement) exec node --max-old-space-size=1024 --import ./dist/platform/register-tracing.js dist/apps/settlement/main.js "$@" ;;
+  acquirer) exec node --max-old-space-size=1024 --import ./dist/platform/register-tracing.js dist/apps/acquirer/main.js "$@" ;;
   webhooks) exec node --max-old-space-size=1024 --import ./dist/platform/register-tracing.js dist/apps/webhooks/main.js "$@" ;;
   all) exec node --max-old-space-size=1024 --import ./dist/platform/register-tracing.js dist/apps/all/main.js "$@" ;;
   migrate) exec node dist/cli/migrate.js "$@" ;;
@@ -28,7 +29,7 @@ case "$role" in
   dlq:replay) exec node dist/cli/dlq-replay.js "$@" ;;
   node | sh) exec "$role" "$@" ;;
   *)
-    echo "unknown command: $role (one of: api relay settlement webhooks all migrate merchant:create merchant:key merchant:tier dlq:replay node sh)" >&2
+    echo "unknown command: $role (one of: api relay settlement webhooks acquirer all migrate merchant:create merchant:key merchant:tier dlq:replay node sh)" >&2
     exit 64
     ;;
 esac

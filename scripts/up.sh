@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # `npm run up`: from a fresh clone to the service running on the local stack, as deployed.
 # Installs what is missing (npm packages, PostgreSQL, Redis, Kafka), starts the services,
-# migrates (as the owner), then runs api, relay, settlement and webhooks as four processes in
-# the foreground, each logging in as its own role (payments_api, payments_relay,
-# payments_settlement, payments_webhooks; the URLs `scripts/stack.sh env` prints). Safe to re-run.
+# migrates (as the owner), then runs api, relay, settlement, webhooks and the acquirer simulator
+# as five processes in the foreground, each logging in as its own role (payments_api,
+# payments_relay, payments_settlement, payments_webhooks, payments_acquirer; the URLs
+# `scripts/stack.sh env` prints). Settlement calls the acquirer over HTTP (ACQUIRER_URL) and its
+# login loses the acquirer's books (CALL acquirer_books_own_login(), migrations/0025). Safe to
+# re-run.
 #
-#   npm run up                  four processes; their logs here, each line prefixed with the
+#   npm run up                  five processes; their logs here, each line prefixed with the
 #                               role on a terminal (JSON lines, with their `roles` field, otherwise)
 #   npm run up -- --single      one process running all four roles, as the owner login
-#                               (DB_ALLOW_PRIVILEGED_LOGIN=true: the local all-in-one only)
+#                               (DB_ALLOW_PRIVILEGED_LOGIN=true: the local all-in-one only),
+#                               with the acquirer simulator inside it
 #
 # Webhooks may go to loopback receivers here: WEBHOOK_ALLOWED_NETWORKS defaults to
 # 127.0.0.0/8,::1/128 for this local mode (deployments allow public addresses only; set it to
@@ -18,14 +22,15 @@
 # shut down cleanly). If one process exits on its own, the others are stopped and the command
 # exits 1 naming it. `npm run down` stops the stack.
 # Ports: the API on PORT (3000); the internal listeners (/metrics, /readyz) on METRICS_PORT
-# (9464) for the API, +1 for the relay, +2 for settlement and +3 for webhooks.
+# (9464) for the API, +1 for the relay, +2 for settlement, +3 for webhooks and +4 for the
+# acquirer, which serves settlement on ACQUIRER_PORT (3100).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 log() { printf '[up] %s\n' "$*" >&2; }
 
 USAGE='usage: npm run up [-- --single]
-  (none)    api, relay, settlement and webhooks as four processes, each with its own database login
+  (none)    api, relay, settlement, webhooks and the acquirer as five processes, each with its own database login
   --single  one process running all four roles, as the owner login (local development only)'
 single=false
 for arg in "$@"; do
@@ -50,7 +55,7 @@ fi
 
 bash scripts/stack.sh start
 # DATABASE_URL / MIGRATION_DATABASE_URL (the owner), API_, RELAY_, SETTLEMENT_,
-# WEBHOOKS_DATABASE_URL (the roles), REDIS_URL, KAFKA_BROKERS of the stack just started
+# WEBHOOKS_, ACQUIRER_DATABASE_URL (the roles), REDIS_URL, KAFKA_BROKERS of the stack just started
 # (STACK_DIR and the *_PORT_STACK variables choose which).
 # shellcheck disable=SC1090 # the stack prints the URLs of what it runs
 eval "$(bash scripts/stack.sh env)"
@@ -60,6 +65,13 @@ npm run -s build
 
 log "migrating"
 node dist/cli/migrate.js
+
+if [[ $single == false ]]; then
+  # Settlement calls the acquirer process: its login loses the acquirer's books (a migration
+  # that re-runs grant_service_roles() gives them back, so this runs after every migration).
+  psql -X -q -v ON_ERROR_STOP=1 -d "$MIGRATION_DATABASE_URL" -c 'CALL acquirer_books_own_login()'
+  export ACQUIRER_URL="${ACQUIRER_URL:-http://127.0.0.1:${ACQUIRER_PORT:-3100}}"
+fi
 
 # Local receivers (the API checks an endpoint's URL with it, the webhooks role every connection).
 export WEBHOOK_ALLOWED_NETWORKS="${WEBHOOK_ALLOWED_NETWORKS-127.0.0.0/8,::1/128}"
@@ -77,6 +89,7 @@ declare -A pid_of=() role_of=() url_of=(
   [relay]="$RELAY_DATABASE_URL"
   [settlement]="$SETTLEMENT_DATABASE_URL"
   [webhooks]="$WEBHOOKS_DATABASE_URL"
+  [acquirer]="$ACQUIRER_DATABASE_URL"
 )
 if [[ $single == true ]]; then
   # One process for all four roles needs the union of their grants: this local mode runs as the
@@ -142,7 +155,7 @@ on_signal() {
   # `return` here would return the interrupted wait's status, 130, and set -e would end the script.)
   if [[ -n $stopping ]]; then return 0; fi
   stopping=$1
-  log "$1: stopping api, relay, settlement and webhooks"
+  log "$1: stopping ${!pid_of[*]}"
   stop_roles "${pid_of[@]}"
 }
 trap 'on_signal SIGINT' INT
@@ -154,8 +167,11 @@ if [[ $single == true ]]; then
   start_role all "$metrics_port" \
     node --max-old-space-size=1024 --import ./dist/platform/register-tracing.js dist/apps/all/main.js
 else
-  log "starting api (port ${PORT:-3000}), relay, settlement and webhooks, each as its own" \
-    "login (Ctrl-C to stop)"
+  log "starting the acquirer (port ${ACQUIRER_PORT:-3100}), api (port ${PORT:-3000}), relay," \
+    "settlement and webhooks, each as its own login (Ctrl-C to stop)"
+  start_role acquirer "$((metrics_port + 4))" \
+    node --max-old-space-size=1024 --import ./dist/platform/register-tracing.js \
+    dist/apps/acquirer/main.js
   start_role api "$metrics_port" \
     node --max-old-space-size=1024 --import ./dist/platform/register-tracing.js dist/apps/api/main.js
   start_role relay "$((metrics_port + 1))" \

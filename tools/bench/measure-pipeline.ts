@@ -11,7 +11,14 @@ import { closeRedis, createRedis, type Redis } from '../../src/platform/redis.js
 import { roleDatabaseUrl, type ServiceRole } from '../support/role-database-url.js';
 import { createScratchDatabase, dropScratchDatabaseOrReport } from '../support/scratch-database.js';
 import { deleteKeysWithPrefix } from '../support/delete-keys-with-prefix.js';
-import { apiNodeArgs, peakRssMb, ROOT, serviceEntry, startProcess } from './bench-process.js';
+import {
+  apiNodeArgs,
+  freePort,
+  peakRssMb,
+  ROOT,
+  serviceEntry,
+  startProcess,
+} from './bench-process.js';
 import { backlogTrend, sampleBacklog, type BacklogTrend } from './backlog.js';
 import { stackSubject, startCpuWindow } from './cpu-usage.js';
 import { constantRate, type RunResult, type Shot } from './load.js';
@@ -75,7 +82,7 @@ export interface PipelineResult {
   /** The settlement backlog during the fixed-rate run. */
   backlog: BacklogTrend;
   sweep: SweepStep[];
-  peakRssMb: { api: number; relay: number; settlement: number };
+  peakRssMb: { api: number; relay: number; settlement: number; acquirer: number };
   /** CPU seconds each part used during the fixed-rate run (2 cores give 2 s per second). */
   cpuSeconds: Record<string, number>;
   /** Wall-clock seconds of that run, until every payment was terminal. */
@@ -102,7 +109,9 @@ export interface PipelineSettings {
 
 /**
  * The whole product as three processes (api, relay, settlement: the production layout) on a
- * database and topics of its own, with the simulator at zero latency and no random failures:
+ * database and topics of its own, settlement calling the acquirer simulator as a fourth process
+ * over HTTP (its CPU is the subject `acquirer`, apart from the service's), with the simulator at
+ * zero latency and no random failures:
  * payments at a constant rate, then accepted-to-settled latency read from the database; then
  * the same at each rate of a sweep, for the latency-versus-rate chart. Everything it creates is
  * removed at the end.
@@ -124,6 +133,8 @@ export async function measurePipeline(
   const children: ChildProcess[] = [];
   try {
     await migrateUp(url, logger);
+    // As deployed with the acquirer process: settlement's login has no grant on its books.
+    await pool.query('CALL acquirer_books_own_login()');
     await kafkaAdmin.connect();
     await ensureTopics(kafkaAdmin, [topics.payments, topics.dlq], base.KAFKA_TOPIC_PARTITIONS);
     await defineTier(pool, BENCH_TIER);
@@ -148,9 +159,18 @@ export async function measurePipeline(
     children.push(api.child);
     const relay = await startProcess(serviceEntry('apps/relay/main.js'), as('relay'), '/metrics');
     children.push(relay.child);
+    // The acquirer as its own process on its own login (its internal listener on the port
+    // startProcess gives it, its acquirer listener on another free port): not the service.
+    const acquirerPort = await freePort();
+    const acquirer = await startProcess(
+      serviceEntry('apps/acquirer/main.js'),
+      { ...as('acquirer'), ACQUIRER_PORT: String(acquirerPort) },
+      '/readyz',
+    );
+    children.push(acquirer.child);
     const settlement = await startProcess(
       serviceEntry('apps/settlement/main.js'),
-      as('settlement'),
+      { ...as('settlement'), ACQUIRER_URL: `http://127.0.0.1:${String(acquirerPort)}` },
       '/metrics',
     );
     children.push(settlement.child);
@@ -193,6 +213,8 @@ export async function measurePipeline(
       api: { pids: [api.child.pid ?? 0] },
       relay: { pids: [relay.child.pid ?? 0] },
       settlement: { pids: [settlement.child.pid ?? 0] },
+      // Apart from the service: a real acquirer runs elsewhere (REPORT leaves it out of the total).
+      acquirer: { pids: [acquirer.child.pid ?? 0] },
       postgres: await stackSubject(ROOT, 'postgres', 'postgres'),
       kafka: await stackSubject(ROOT, 'kafka', 'java'),
       redis: await stackSubject(ROOT, 'redis', 'redis-server'),
@@ -223,6 +245,7 @@ export async function measurePipeline(
         api: await peakRssMb(api.child.pid ?? 0),
         relay: await peakRssMb(relay.child.pid ?? 0),
         settlement: await peakRssMb(settlement.child.pid ?? 0),
+        acquirer: await peakRssMb(acquirer.child.pid ?? 0),
       },
       outbox: { rows: rows[0]?.rows ?? 0, bytes: Number(rows[0]?.bytes ?? 0) },
       cpuSeconds,

@@ -163,6 +163,13 @@ async function main(): Promise<number> {
   }
 
   const apiUrls: string[] = [];
+  // One acquirer process (the simulator, its books on its own login): settlement calls it.
+  const acquirerPort = await freePort();
+  fleet.add('acquirer', 1, {
+    ...roleEnv('acquirer'),
+    ACQUIRER_PORT: String(acquirerPort),
+    METRICS_PORT: String(await freePort()),
+  });
   for (const role of ROLES) {
     for (let i = 1; i <= options.processes; i++) {
       const [port, metricsPort] = [await freePort(), await freePort()];
@@ -179,20 +186,24 @@ async function main(): Promise<number> {
             }
           : {}),
         ...(role === 'settlement'
-          ? { KAFKA_REQUEST_TIMEOUT_MS: String(SETTLEMENT_KAFKA_REQUEST_TIMEOUT_MS) }
+          ? {
+              KAFKA_REQUEST_TIMEOUT_MS: String(SETTLEMENT_KAFKA_REQUEST_TIMEOUT_MS),
+              ACQUIRER_URL: `http://127.0.0.1:${String(acquirerPort)}`,
+            }
           : {}),
       });
     }
   }
   // settlement-1 first: it creates the run's topics, which the others then find.
+  await fleet.start('acquirer-1');
   await fleet.start('settlement-1');
   await Promise.all(
     fleet
       .names()
-      .filter((name) => name !== 'settlement-1')
+      .filter((name) => name !== 'settlement-1' && name !== 'acquirer-1')
       .map((name) => fleet.start(name)),
   );
-  const logins = ROLES.map(
+  const logins = [...ROLES, 'acquirer' as const].map(
     (role) => new URL(roleDatabaseUrl(resources.databaseUrl, role, roleLogins)).username,
   );
   say(

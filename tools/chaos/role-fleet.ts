@@ -4,7 +4,9 @@ import path from 'node:path';
 import { SERVICE_NODE_FLAGS } from '../../src/platform/service-node-flags.js';
 import { ENTRY_POINTS } from './repo-root.js';
 
-export type Role = 'api' | 'relay' | 'settlement' | 'webhooks';
+/** The acquirer simulator runs as a process of its own too (one): it is not the service. */
+export type Role = 'api' | 'relay' | 'settlement' | 'webhooks' | 'acquirer';
+/** The service's roles, `--processes` of each. */
 export const ROLES: readonly Role[] = ['api', 'relay', 'settlement', 'webhooks'];
 
 /** A role process that has not logged "ready" by then will not. */

@@ -4,9 +4,15 @@
  * as deployed, never as the owner (the owner only creates the database and migrates it).
  */
 
-export type ServiceRole = 'api' | 'relay' | 'settlement' | 'webhooks';
+export type ServiceRole = 'api' | 'relay' | 'settlement' | 'webhooks' | 'acquirer';
 
-export const SERVICE_ROLES: readonly ServiceRole[] = ['api', 'relay', 'settlement', 'webhooks'];
+export const SERVICE_ROLES: readonly ServiceRole[] = [
+  'api',
+  'relay',
+  'settlement',
+  'webhooks',
+  'acquirer',
+];
 
 /** The variables `scripts/stack.sh env` (and docker-compose.yml) give each role's login in. */
 export const ROLE_URL_VARIABLES: Readonly<Record<ServiceRole, string>> = {
@@ -14,6 +20,7 @@ export const ROLE_URL_VARIABLES: Readonly<Record<ServiceRole, string>> = {
   relay: 'RELAY_DATABASE_URL',
   settlement: 'SETTLEMENT_DATABASE_URL',
   webhooks: 'WEBHOOKS_DATABASE_URL',
+  acquirer: 'ACQUIRER_DATABASE_URL',
 };
 
 /**
