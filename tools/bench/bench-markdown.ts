@@ -1,6 +1,7 @@
 import { ACCEPTED_FRACTION, FLAT_FRACTION } from './backlog.js';
 import { backlogWindowSeconds, type PipelineResult, WINDOW_SECONDS } from './measure-pipeline.js';
 import type { PartRecord, Row } from './part-reports.js';
+import { pipelineCpuTable } from './pipeline-cpu.js';
 import { ms } from './report-format.js';
 import { markdownTable, partsTable, sweepTable } from './report-tables.js';
 
@@ -56,7 +57,11 @@ export function benchMarkdown(input: BenchMarkdownInput): string {
     '',
     `## Issue 29's targets: ${met} of ${input.targets.length} met`,
     '',
-    markdownTable(input.targets, 'target'),
+    markdownTable(input.targets),
+    '',
+    `### Where the pipeline's CPU goes (ms per settled payment, fixed-rate runs at ${runs[0]?.settleRate ?? '-'}/s)`,
+    '',
+    runs.length ? pipelineCpuTable(runs) : 'No pipeline run was measured.',
     '',
     "Whole-pipeline CPU: each process's user + system time over the fixed-rate runs (from the " +
       'first request until every payment was terminal), Postgres, Kafka and Redis as the bench ' +

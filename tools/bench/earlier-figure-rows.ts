@@ -1,6 +1,6 @@
 import type { BenchFigures, Row } from './part-reports.js';
 import { settledWithinRate } from './pipeline-steps.js';
-import { latencies, percent, perSecond } from './report-format.js';
+import { latencies, percent, perSecond, signedPercent } from './report-format.js';
 import { webhooksConfiguredBenchRow } from './webhooks-configured.js';
 
 /**
@@ -52,7 +52,7 @@ export function earlierFigureRows(figures: BenchFigures): Row[] {
     {
       measure: 'tracing off (preload, no exporter): CPU cost to new payments',
       value: off
-        ? `CPU +${off.cpuCostPct}%; throughput ${off.throughputCostPct}% (middle half ${off.throughputCostIqrPct[0]}% to ${off.throughputCostIqrPct[1]}%)`
+        ? `CPU ${signedPercent(off.cpuCostPct)}; throughput ${off.throughputCostPct}% (middle half ${off.throughputCostIqrPct[0]}% to ${off.throughputCostIqrPct[1]}%)`
         : 'not measured',
       reference: 'untraced API, same cycles',
       ratio: '-',

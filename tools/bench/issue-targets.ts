@@ -6,7 +6,7 @@ import {
   runVerdictInput,
   settledWithin,
 } from './pipeline-steps.js';
-import { cpuMs, latencies, ms, percent, perSecond } from './report-format.js';
+import { cpuMs, latencies, ms, percent, perSecond, signedPercent } from './report-format.js';
 
 /** Issue 29's "Done when", as figures. */
 export const TARGETS = {
@@ -135,7 +135,12 @@ function rssRow({ api, settleRuns }: BenchFigures): Row {
     value: `${rss} MB`,
     reference:
       `bench:api ${api.apiPeakRssMb} MB; pipeline runs' api ${pipelineApi.join(', ') || '-'} MB` +
-      (last ? ` (last run: relay ${last.relay}, settlement ${last.settlement} MB)` : ''),
+      (last
+        ? ` (last run's others: ${Object.entries(last)
+            .filter(([name]) => name !== 'api')
+            .map(([name, mb]) => `${name} ${mb}`)
+            .join(', ')} MB)`
+        : ''),
     ratio: '-',
     target: `<= ${TARGETS.apiPeakRssMb} MB`,
     pass: rss <= TARGETS.apiPeakRssMb,
@@ -152,7 +157,7 @@ function tracingRow({ tracing }: BenchFigures): Row {
   if (!sampled) return { measure, target, ...NOT_MEASURED };
   return {
     measure,
-    value: `CPU +${sampled.cpuCostPct}% (API ${sampled.apiCpuMsPerPayment} ms/payment); throughput ${sampled.throughputCostPct}% (middle half ${sampled.throughputCostIqrPct[0]}% to ${sampled.throughputCostIqrPct[1]}%)`,
+    value: `CPU ${signedPercent(sampled.cpuCostPct)} (API ${sampled.apiCpuMsPerPayment} ms/payment); throughput ${sampled.throughputCostPct}% (middle half ${sampled.throughputCostIqrPct[0]}% to ${sampled.throughputCostIqrPct[1]}%)`,
     reference: `untraced API ${untraced?.apiCpuMsPerPayment ?? '-'} ms/payment; A/A control: CPU ${control?.cpuCostPct ?? '-'}%, throughput ${control?.throughputCostPct ?? '-'}%`,
     ratio: '-',
     target,

@@ -68,3 +68,28 @@ export function describePipelineCpu(cpu: PipelineCpu): string {
       : " (the acquirer simulator ran inside settlement: its CPU is in settlement's figure)")
   );
 }
+
+/**
+ * Where the pipeline's CPU goes: a markdown table of each process's CPU ms per settled payment
+ * in each fixed-rate run and over all of them, and its share of the service's total.
+ */
+export function pipelineCpuTable(runs: readonly PipelineResult[]): string {
+  const all = pipelineCpuPerSettled(runs);
+  const each = runs.map((run) => pipelineCpuPerSettled([run]));
+  const share = (value: number) =>
+    all.serviceTotal > 0 ? `${Math.round((value / all.serviceTotal) * 1000) / 10}%` : '-';
+  const row = (part: string, pick: (cpu: PipelineCpu) => number | undefined, counted: boolean) =>
+    `| ${part} | ${each.map((cpu) => pick(cpu) ?? '-').join(' | ')} | ${pick(all) ?? '-'} | ${counted ? share(pick(all) ?? 0) : 'not summed'} |`;
+  const parts = Object.keys(all.msPerSettled);
+  return [
+    `| process | ${runs.map((_, i) => `run ${i + 1}`).join(' | ')} | all runs | share of the service's total |`,
+    `|---|${runs.map(() => '---|').join('')}---|---|`,
+    ...parts
+      .filter((part) => !outside(part))
+      .map((part) => row(part, (cpu) => cpu.msPerSettled[part], true)),
+    row('**service total**', (cpu) => cpu.serviceTotal, true),
+    ...parts
+      .filter((part) => outside(part))
+      .map((part) => row(`${part} (apart)`, (cpu) => cpu.msPerSettled[part], false)),
+  ].join('\n');
+}

@@ -17,7 +17,7 @@ import type {
   TracingReport,
 } from '../bench/part-reports.js';
 import { pipelineChart } from '../bench/pipeline-chart.js';
-import { pipelineCpuPerSettled } from '../bench/pipeline-cpu.js';
+import { pipelineCpuPerSettled, pipelineCpuTable } from '../bench/pipeline-cpu.js';
 import { pipelineOnly } from '../bench/pipeline-only.js';
 import { markdownTable, sweepTable, verdict } from '../bench/report-tables.js';
 import { newestReport, runBench } from '../bench/run-bench.js';
@@ -260,7 +260,9 @@ async function main(): Promise<void> {
     () => false,
   );
 
-  process.stdout.write(`${markdownTable(targets, 'target')}\n\n${sweepTable(runs)}\n\n`);
+  process.stdout.write(
+    `${markdownTable(targets)}\n\n${pipelineCpuTable(runs)}\n\n${sweepTable(runs)}\n\n`,
+  );
   for (const row of targets)
     process.stdout.write(`${verdict(row.pass)}: ${row.target}: ${row.value}\n`);
   process.stdout.write(`report: ${path.relative(ROOT, base)}.{md,json,svg${png ? ',png' : ''}}\n`);
