@@ -1,3 +1,4 @@
+import { startAcquirer } from '../../src/apps/acquirer/start-acquirer.js';
 import { startRelay } from '../../src/apps/relay/start-relay.js';
 import type { RunningRole } from '../../src/apps/running-role.js';
 import { startSettlement } from '../../src/apps/settlement/start-settlement.js';
@@ -12,7 +13,8 @@ import { startTestApi, type TestApi } from './test-api.js';
  * The whole product against `db`, as deployed: the real API on port 0, the relay and settlement
  * (test-fast retry timings), each with its own clients and its own database login
  * (payments_api, payments_relay, payments_settlement), sharing the file's topics, consumer group
- * and Redis prefix. `close` stops the roles, then the API and its clients.
+ * and Redis prefix. Settlement calls the acquirer role over HTTP (ACQUIRER_URL), which keeps its
+ * books on its own login (payments_acquirer), as deployed. `close` stops the roles, then the API and its clients.
  */
 export async function startTestPipeline(
   db: TestDatabase,
@@ -25,6 +27,15 @@ export async function startTestPipeline(
   const platforms: Platform[] = [];
   const roles: RunningRole[] = [];
   try {
+    const acquirerPlatform = await rolePlatform(db, 'acquirer', {
+      ...overrides,
+      REDIS_KEY_PREFIX: shared.REDIS_KEY_PREFIX,
+      ACQUIRER_PORT: '0',
+    });
+    platforms.push(acquirerPlatform);
+    const acquirer = await startAcquirer(acquirerPlatform);
+    roles.push(acquirer);
+    const acquirerUrl = `http://127.0.0.1:${String(acquirer.port)}`;
     for (const [role, start] of [
       ['relay', startRelay],
       ['settlement', startSettlement],
@@ -36,6 +47,7 @@ export async function startTestPipeline(
         KAFKA_TOPIC_PAYMENTS: shared.KAFKA_TOPIC_PAYMENTS,
         KAFKA_TOPIC_DLQ: shared.KAFKA_TOPIC_DLQ,
         KAFKA_CONSUMER_GROUP: shared.KAFKA_CONSUMER_GROUP,
+        ACQUIRER_URL: acquirerUrl,
       });
       platforms.push(platform);
       roles.push(await start(platform));

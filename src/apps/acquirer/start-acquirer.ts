@@ -13,7 +13,7 @@ import type { RunningRole } from '../running-role.js';
  * ACQUIRER_HOST:ACQUIRER_PORT; /healthz and /readyz (its database) are served there too.
  * On close the listener stops accepting and the calls in flight finish.
  */
-export async function startAcquirer(platform: Platform): Promise<RunningRole> {
+export async function startAcquirer(platform: Platform): Promise<RunningRole & { port: number }> {
   const { config, pool } = platform;
   const logger = platform.logger.child({ role: 'acquirer' });
   const server = createAcquirerServer({
@@ -32,6 +32,7 @@ export async function startAcquirer(platform: Platform): Promise<RunningRole> {
   logger.info({ host: config.ACQUIRER_HOST, port }, 'acquirer ready');
   return {
     name: 'acquirer',
+    port,
     close: () => closeServer(server),
   };
 }
