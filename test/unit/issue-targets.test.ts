@@ -138,6 +138,13 @@ describe("issue 29's targets in the bench report", () => {
     expect([rows[2]?.pass, rows[3]?.pass, rows[4]?.pass]).toEqual([false, false, false]);
   });
 
+  it('when bench:api failed, then its rows are not measured and RSS comes from the pipeline', () => {
+    const rows = issueTargetRows({ ...figures([pipelineRun(10, cpu)], 1), api: undefined });
+    expect([0, 1, 5].map((i) => rows[i]?.value)).toEqual(Array(3).fill('not measured'));
+    expect(rows[6]?.value).toBe('120 MB');
+    expect(rows[6]?.pass).toBe(true);
+  });
+
   it('when the sweep falls behind below 700/s, then the keep-up target is not met', () => {
     const runs = [pipelineRun(200, cpu, [{ rate: 700, achieved: 700, growing: true }])];
     const row = issueTargetRows(figures(runs, 1))[3];

@@ -51,9 +51,10 @@ export interface PartRecord {
 
 /** Everything the report is made of; the pipeline's runs at the settle rate, the first with the sweep. */
 export interface BenchFigures {
-  api: ApiReport;
-  relay: RelayReport;
-  tracing: TracingReport;
+  /** Undefined when its part failed: the other parts still ran and are reported. */
+  api: ApiReport | undefined;
+  relay: RelayReport | undefined;
+  tracing: TracingReport | undefined;
   settleRuns: PipelineResult[];
   /** How many runs at the settle rate the bench meant to make (issue 29: three). */
   settleRunsWanted: number;

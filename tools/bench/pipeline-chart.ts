@@ -4,7 +4,7 @@ import type { ApiReport } from './part-reports.js';
 import { pipelineSteps } from './pipeline-steps.js';
 
 /** The latency-versus-rate chart of every pipeline step (sweep and fixed-rate runs), SVG. */
-export function pipelineChart(api: ApiReport, runs: readonly PipelineResult[]): string {
+export function pipelineChart(api: ApiReport | undefined, runs: readonly PipelineResult[]): string {
   const steps = pipelineSteps(runs).map(({ step }) => step);
   steps.sort((a, b) => a.rate - b.rate);
   const points = (pick: (step: SweepStep) => number) =>
@@ -22,7 +22,9 @@ export function pipelineChart(api: ApiReport, runs: readonly PipelineResult[]): 
       yLabel: 'latency, ms (log scale)',
       targets: [{ value: 250, label: `settled p99 target at ${settleRate}/s: 250 ms` }],
       rates: [
-        { value: api.newPaymentsAtHalfPeak.rate, label: 'half of bench:api peak' },
+        ...(api
+          ? [{ value: api.newPaymentsAtHalfPeak.rate, label: 'half of bench:api peak' }]
+          : []),
         { value: settleRate, label: `${settleRate}/s` },
         { value: 700, label: 'keep-up target 700/s' },
       ],

@@ -8,14 +8,9 @@ import { benchMarkdown } from '../bench/bench-markdown.js';
 import { earlierFigureRows } from '../bench/earlier-figure-rows.js';
 import { issueTargetRows } from '../bench/issue-targets.js';
 import { loadAverage, machineConditions } from '../bench/machine-conditions.js';
+import { createPartRecorder } from '../bench/part-recorder.js';
 import { measurePipeline, type PipelineResult } from '../bench/measure-pipeline.js';
-import type {
-  ApiReport,
-  BenchFigures,
-  PartRecord,
-  RelayReport,
-  TracingReport,
-} from '../bench/part-reports.js';
+import type { ApiReport, BenchFigures, RelayReport, TracingReport } from '../bench/part-reports.js';
 import { pipelineChart } from '../bench/pipeline-chart.js';
 import { pipelineCpuPerSettled, pipelineCpuTable } from '../bench/pipeline-cpu.js';
 import { pipelineOnly } from '../bench/pipeline-only.js';
@@ -98,42 +93,14 @@ async function main(): Promise<void> {
   const base = path.join(ROOT, 'reports', `bench-${stamp}`);
   await mkdir(path.join(ROOT, 'reports'), { recursive: true });
 
-  // Each part's figures, wall time and load are written as soon as it ends (issue 29): a later
-  // part that fails leaves the earlier ones in reports/bench-<time>.partial.json.
-  const parts: PartRecord[] = [];
-  const measured: Record<string, unknown> = { date: started.toISOString(), complete: false, parts };
-  const save = () => writeFile(`${base}.partial.json`, JSON.stringify(measured, null, 2));
-  const part = async <T>(name: string, work: () => Promise<T>, figures?: string): Promise<T> => {
-    const record: PartRecord = {
-      part: name,
-      startedAt: new Date().toISOString(),
-      wallSeconds: 0,
-      loadAverageStart: loadAverage(),
-      loadAverageEnd: [],
-    };
-    const t0 = performance.now();
-    say(`${name} (load average ${record.loadAverageStart.join(' ')})`);
-    try {
-      const result = await work();
-      if (figures) measured[figures] = result;
-      return result;
-    } catch (error) {
-      record.error = error instanceof Error ? error.message : String(error);
-      throw error;
-    } finally {
-      record.wallSeconds = Math.round((performance.now() - t0) / 100) / 10;
-      record.loadAverageEnd = loadAverage();
-      parts.push(record);
-      await save();
-    }
-  };
-
-  await part('stack: scripts/stack.sh start', () =>
+  const { parts, measured, save, part } = createPartRecorder(base, started, say);
+  const stack = await part('stack: scripts/stack.sh start', () =>
     run('bash', [path.join(ROOT, 'scripts/stack.sh'), 'start'], {
       maxBuffer: 16 << 20,
       timeout: 300_000,
     }),
   );
+  if (!stack) throw new Error('the stack did not start: nothing measured');
   if (PIPELINE_ONLY) {
     const settings = {
       rate: SETTLE_RATE,
@@ -172,7 +139,7 @@ async function main(): Promise<void> {
   );
 
   // Separate runs at the settle rate (issue 29: p99 in three runs out of three), each a fresh
-  // pipeline; the first then sweeps the rates. A failed later run is reported, not fatal.
+  // pipeline; the first then sweeps the rates. A failed run is reported, not fatal.
   const runs: PipelineResult[] = [];
   measured.pipelineRuns = runs;
   for (let i = 0; i < SETTLE_RUNS; i += 1) {
@@ -200,10 +167,7 @@ async function main(): Promise<void> {
         logger,
         say,
       ),
-    ).catch((error: unknown) => {
-      say(`${name} failed: ${error instanceof Error ? error.message : String(error)}`);
-      return undefined;
-    });
+    );
     if (result) runs.push(result);
     await save();
   }
