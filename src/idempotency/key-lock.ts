@@ -31,7 +31,10 @@ export type ClaimAttempt = LockAttempt | { kind: 'cached'; response: StoredRespo
 export interface KeyLocks {
   /** Takes the key's lock (no cache read). Rejects when Redis fails. */
   acquire(merchantId: string, key: string, fingerprint: string): Promise<LockAttempt>;
-  /** The cached response if there is one, else `acquire`, in one round trip. Rejects when Redis fails. */
+  /**
+   * `acquire`, refused when the response is cached: one round trip when the lock is taken, a
+   * second to tell a cached response from a holder when it is not. Rejects when Redis fails.
+   */
   claim(merchantId: string, key: string, fingerprint: string): Promise<ClaimAttempt>;
 }
 
@@ -116,7 +119,7 @@ export function createKeyRedlock(redis: Redis): Redlock {
     // retryCount 0: a held key is answered at once (409 or the bounded wait), never spun on.
     { retryCount: 0, driftFactor: 0.01 },
     // As functions: 5.0.0-beta.2 types a plain string too but ignores it (only a function is
-    // applied), which would leave its default scripts in place. key-lock.test checks they are ours.
+    // applied), which would leave its default scripts in place. key-lock-redlock.test checks they are ours.
     { acquireScript: () => ACQUIRE, extendScript: () => EXTEND, releaseScript: () => RELEASE },
   );
   // Redlock emits every failed vote. A refused acquire (ResourceLockedError) comes with every
