@@ -117,7 +117,7 @@ export function buildOpenApiDocument(): JsonObject {
       version: '1.0.0',
       description:
         'Idempotent payments: at most one payment per (merchant, Idempotency-Key). Errors are RFC 9457 problem details. ' +
-        'A method that /payments, /payments/{id} or a /webhook_endpoints path does not have is 405 ' +
+        'A method that a /payments, /refunds or /webhook_endpoints path does not have is 405 ' +
         '`method_not_allowed` with an Allow header.',
     },
     security: [{ apiKey: [] }],
