@@ -23,13 +23,7 @@ export function requireKeyAndJson(req: Request, res: Response, next: NextFunctio
         );
   }
   (res.locals as { idempotencyKey?: string }).idempotencyKey = key.key;
-  const contentType = req.headers['content-type'];
-  if (!isJsonMediaType(contentType) || !isUtf8Charset(contentType)) {
-    throw new ApiError(
-      'unsupported_media_type',
-      'Send the body as Content-Type: application/json (UTF-8).',
-    );
-  }
+  assertJsonContentType(req.headers['content-type']);
   next();
 }
 
@@ -38,18 +32,42 @@ export function requireKeyAndJson(req: Request, res: Response, next: NextFunctio
  * be valid and is kept like requireKeyAndJson's; the body must be JSON either way.
  */
 export function optionalKeyAndJson(req: Request, res: Response, next: NextFunction): void {
-  if (req.headers['idempotency-key'] !== undefined) {
+  const header = req.headers['idempotency-key'];
+  // Sent empty is not "missing" where the key is optional: it is a key that is not valid.
+  if (header === '') {
+    throw new ApiError(
+      'idempotency_key_invalid',
+      'Idempotency-Key must be 1-255 visible ASCII characters.',
+    );
+  }
+  if (header !== undefined) {
     requireKeyAndJson(req, res, next);
     return;
   }
+  assertJsonContentType(req.headers['content-type']);
+  next();
+}
+
+/**
+ * A POST whose body is optional (rotate_secret): no body and no Content-Type is an empty body;
+ * a body, or a declared type, must be JSON like any other.
+ */
+export function optionalJson(req: Request, _res: Response, next: NextFunction): void {
   const contentType = req.headers['content-type'];
+  const length = req.headers['content-length'];
+  const hasBody =
+    req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+  if (contentType !== undefined || hasBody) assertJsonContentType(contentType);
+  next();
+}
+
+function assertJsonContentType(contentType: string | undefined): void {
   if (!isJsonMediaType(contentType) || !isUtf8Charset(contentType)) {
     throw new ApiError(
       'unsupported_media_type',
       'Send the body as Content-Type: application/json (UTF-8).',
     );
   }
-  next();
 }
 
 /** The JSON body parser of the creating POSTs; `res.locals.bodyBytes` is the body's size. */

@@ -1,4 +1,5 @@
-import { Router, type NextFunction, type Request, type Response } from 'express';
+import { Router, type Request, type Response } from 'express';
+import { allowOnly } from '../http/allow-only.js';
 import { ApiError } from '../http/api-error.js';
 import { jsonBody, requireKeyAndJson } from '../http/json-body.js';
 import { validate } from '../http/validate.js';
@@ -92,20 +93,6 @@ export function paymentsRouter(deps: PaymentsRouterDeps): Router {
   router.get('/payments/:id', getPaymentHandler(deps.db));
   router.get('/payments', listPaymentsHandler(deps.db));
   return router;
-}
-
-/** A 405 with Allow for any method not in `allow`; the path's own handlers serve the rest. */
-function allowOnly(allow: string) {
-  const methods = new Set(allow.split(', '));
-  return (req: Request, _res: Response, next: NextFunction) => {
-    if (methods.has(req.method)) {
-      next();
-      return;
-    }
-    throw new ApiError('method_not_allowed', `${req.method} is not allowed on ${req.path}.`, {
-      headers: { Allow: allow },
-    });
-  };
 }
 
 /**

@@ -1,4 +1,5 @@
 import { Router, type Request, type Response } from 'express';
+import { allowOnly } from '../http/allow-only.js';
 import { ApiError } from '../http/api-error.js';
 import { jsonBody, requireKeyAndJson } from '../http/json-body.js';
 import { validate } from '../http/validate.js';
@@ -112,6 +113,9 @@ function listRefundsHandler(db: Queryable) {
  */
 export function refundsRouter(deps: RefundsRouterDeps): Router {
   const router = Router();
+  // Before authentication: a method the path does not have is 405 whoever asks.
+  router.all('/payments/:id/refunds', allowOnly('GET, HEAD, POST'));
+  router.all('/refunds/:id', allowOnly('GET, HEAD'));
   router.use(['/payments/:id/refunds', '/refunds'], merchantGate(deps));
   router.post(
     '/payments/:id/refunds',

@@ -1,5 +1,6 @@
 import { v7 as uuidv7 } from 'uuid';
 import { ApiError } from '../http/api-error.js';
+import { codePoints } from '../http/code-points.js';
 import { requestFingerprint } from '../idempotency/fingerprint.js';
 import type { CreateOnce } from '../idempotency/idempotent-create.js';
 import type { CreateOutcome } from '../idempotency/replay-stored-response.js';
@@ -9,6 +10,7 @@ import type { AddressPolicy } from './address-policy.js';
 import { insertEndpoint, type InsertEndpointResult } from './webhook-endpoint-repository.js';
 import {
   MAX_WEBHOOK_URL_LENGTH,
+  WEBHOOK_URL_PATTERN,
   type CreateWebhookEndpointBody,
 } from './webhook-endpoint-schemas.js';
 import { toWebhookEndpointResource } from './webhook-resource.js';
@@ -21,26 +23,33 @@ export interface WebhookEndpointServiceDeps {
   config: Pick<Config, 'WEBHOOK_MAX_ENDPOINTS_PER_MERCHANT' | 'IDEMPOTENCY_KEY_TTL_SECONDS'>;
 }
 
+/** A refusal of the url: 422 webhook_url_not_allowed naming the rule. */
+function urlRefused(detail: string, message: string): ApiError {
+  return new ApiError('webhook_url_not_allowed', detail, { errors: [{ path: 'url', message }] });
+}
+
+/** No unpaired surrogate: Postgres would store U+FFFD instead of what was sent. */
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+
 /**
- * 422 unless the URL may receive deliveries: at most 2048 characters, http(s), no userinfo,
- * and every address its host resolves to public (or in WEBHOOK_ALLOWED_NETWORKS).
+ * 422 unless the URL may receive deliveries: at most 2048 characters, http(s):// with no space
+ * or control character (WEBHOOK_URL_PATTERN, as the document states), well-formed Unicode, no
+ * userinfo, and every address its host resolves to public (or in WEBHOOK_ALLOWED_NETWORKS).
  */
 export async function assertUrlAllowed(policy: AddressPolicy, url: string): Promise<void> {
-  if (url.length > MAX_WEBHOOK_URL_LENGTH) {
-    throw new ApiError(
-      'webhook_url_not_allowed',
-      `The url must be at most ${MAX_WEBHOOK_URL_LENGTH} characters.`,
-      {
-        errors: [{ path: 'url', message: `must be at most ${MAX_WEBHOOK_URL_LENGTH} characters` }],
-      },
-    );
+  if (codePoints(url) > MAX_WEBHOOK_URL_LENGTH) {
+    const rule = `must be at most ${MAX_WEBHOOK_URL_LENGTH} characters`;
+    throw urlRefused(`The url ${rule}.`, rule);
+  }
+  if (LONE_SURROGATE.test(url)) {
+    throw urlRefused('The url has an unpaired surrogate.', 'must not contain unpaired surrogates');
+  }
+  if (!WEBHOOK_URL_PATTERN.test(url)) {
+    const rule = 'must be http(s):// without spaces or control characters';
+    throw urlRefused(`The url ${rule}.`, rule);
   }
   const verdict = await policy.checkUrl(url);
-  if (!verdict.ok) {
-    throw new ApiError('webhook_url_not_allowed', `The url is refused: ${verdict.reason}.`, {
-      errors: [{ path: 'url', message: verdict.reason }],
-    });
-  }
+  if (!verdict.ok) throw urlRefused(`The url is refused: ${verdict.reason}.`, verdict.reason);
 }
 
 /**

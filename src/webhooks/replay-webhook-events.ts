@@ -62,6 +62,23 @@ const INSERT_KEY_SQL = `WITH ${keyRecordInsertCte(
 )}
   SELECT expires_at FROM record`;
 
+/** Instants outside these select the same events (none is stored before 1970 or after 9999). */
+const EARLIEST_MS = 0;
+const LATEST_MS = Date.parse('9999-12-31T23:59:59.999Z');
+
+/**
+ * A validated RFC 3339 instant as Postgres reads it: in UTC, with every digit of its fraction.
+ * RFC 3339 allows what Postgres refuses (offsets beyond 15:59, year 0000 once in UTC), so the
+ * instant is converted here and clamped to the years events can have, never sent as typed.
+ */
+export function sqlInstant(value: string): string {
+  const ms = Math.min(Math.max(Date.parse(value), EARLIEST_MS), LATEST_MS);
+  const seconds = new Date(ms).toISOString().slice(0, 19);
+  if (ms !== Date.parse(value)) return `${seconds}Z`;
+  const fraction = /T[^.]*\.(\d+)/.exec(value)?.[1];
+  return fraction === undefined ? `${seconds}Z` : `${seconds}.${fraction}Z`;
+}
+
 export interface ReplayServiceDeps {
   pool: Pool;
   createOnce: CreateOnce;
@@ -107,8 +124,8 @@ export function createReplayService(deps: ReplayServiceDeps) {
           }>(REPLAY_SQL, [
             endpointId,
             merchantId,
-            body.since,
-            body.until ?? null,
+            sqlInstant(body.since),
+            body.until === undefined ? null : sqlInstant(body.until),
             config.WEBHOOK_REPLAY_MAX_EVENTS,
           ]);
           const row = rows[0] ?? { replayed: 0, has_more: false, next_since: null };

@@ -68,12 +68,26 @@ export const listWebhookDeliveriesQuerySchema = z.strictObject({
 
 const instant = z.iso.datetime({ offset: true, error: 'must be an RFC 3339 date-time' });
 
+/** The fraction's digits after the milliseconds Date.parse reads, as a number of 6 digits. */
+function belowMillis(value: string): number {
+  const digits = /T[^.]*\.\d{3}(\d*)/.exec(value)?.[1] ?? '';
+  return Number(digits.slice(0, 6).padEnd(6, '0'));
+}
+
+/** `a` is a later instant than `b`, to the nanosecond (Date.parse stops at the millisecond). */
+function isAfter(a: string, b: string): boolean {
+  const ms = Date.parse(a) - Date.parse(b);
+  return ms > 0 || (ms === 0 && belowMillis(a) > belowMillis(b));
+}
+
 export const replayBodySchema = z
   .strictObject({
     since: instant.describe('Events stored at or after this instant are re-sent, oldest first.'),
-    until: instant.optional().describe('Events stored before this instant only.'),
+    until: instant
+      .optional()
+      .describe('Events stored before this instant only; must be after since (else 400).'),
   })
-  .refine((body) => body.until === undefined || Date.parse(body.until) > Date.parse(body.since), {
+  .refine((body) => body.until === undefined || isAfter(body.until, body.since), {
     message: 'must be after since',
     path: ['until'],
   })

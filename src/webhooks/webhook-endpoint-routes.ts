@@ -1,6 +1,6 @@
 import type { Request, Response, Router } from 'express';
 import { ApiError } from '../http/api-error.js';
-import { jsonBody, optionalKeyAndJson } from '../http/json-body.js';
+import { jsonBody, optionalJson, optionalKeyAndJson } from '../http/json-body.js';
 import { validate } from '../http/validate.js';
 import type { Merchant } from '../merchants/merchant-repository.js';
 import type { AddressPolicy } from './address-policy.js';
@@ -145,5 +145,5 @@ export function addEndpointRoutes(
     }
     res.json({ id, object: 'webhook_endpoint', deleted: true });
   });
-  router.post('/webhook_endpoints/:id/rotate_secret', parseJson, rotateHandler(deps));
+  router.post('/webhook_endpoints/:id/rotate_secret', optionalJson, parseJson, rotateHandler(deps));
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { codePoints } from '../http/code-points.js';
 import { listLimitSchema, listPageSchema } from '../http/list-page.js';
 import { WEBHOOK_EVENT_TYPES } from '../outbox/webhook-fanout.js';
 
@@ -15,18 +16,38 @@ const NO_NUL = /^[^\u0000]*$/;
 const NO_LONE_SURROGATE = /^[^\uD800-\uDFFF]*$/u;
 
 /**
- * The URL as sent: a string. Its form (http(s), length, userinfo) and where it resolves are
- * judged after validation (422 webhook_url_not_allowed), so the document states the bound only.
+ * What a webhook URL may look like, stated in the document: http(s)://, then no space and no
+ * control character (C0, DEL, C1). assertUrlAllowed checks it, with what a pattern cannot say.
+ */
+const URL_PATTERN_SOURCE = '^[Hh][Tt][Tt][Pp][Ss]?://[^\\x00-\\x20\\x7f-\\x9f]+$';
+export const WEBHOOK_URL_PATTERN = new RegExp(URL_PATTERN_SOURCE);
+
+/**
+ * The URL as sent: a string. Its form (the pattern, length, userinfo) and where it resolves are
+ * judged after validation (422 webhook_url_not_allowed): the document states the form, and that
+ * anything else is 422.
  */
 const urlField = z
   .string({ error: 'must be a string' })
   .min(1, 'must not be empty')
-  .meta({ maxLength: MAX_WEBHOOK_URL_LENGTH, format: 'uri' })
+  .meta({
+    maxLength: MAX_WEBHOOK_URL_LENGTH,
+    format: 'uri',
+    pattern: URL_PATTERN_SOURCE,
+  })
   .describe(
-    'http(s) URL without user name or password, at most 2048 characters, resolving to public ' +
-      'addresses only (unless the operator allows a network). Anything else is 422.',
+    'http(s) URL without spaces, control characters, user name or password, at most 2048 ' +
+      'characters, resolving to public addresses only (unless the operator allows a network). ' +
+      'Anything else is 422 webhook_url_not_allowed.',
   );
 
+/** Every event type but "*": the list form of enabled_events. */
+const EVENT_TYPE_LIST = [...WEBHOOK_EVENT_TYPES];
+
+/**
+ * ["*"] alone, or a list of distinct event types. Validated with a message per rule (the paths
+ * tests and clients read); the document states the same as anyOf with uniqueItems.
+ */
 const eventTypesField = z
   .array(z.enum([...WEBHOOK_EVENT_TYPES, '*'], { error: 'must be an event type or *' }), {
     error: 'must be an array',
@@ -38,16 +59,27 @@ const eventTypesField = z
     (types) => !types.includes('*') || types.length === 1,
     'must be ["*"] alone or a list of event types',
   )
-  .describe(`Event types to receive (${WEBHOOK_EVENT_TYPES.join(', ')}), or ["*"] for all.`);
+  .meta({
+    uniqueItems: true,
+    anyOf: [
+      { items: { const: '*' }, maxItems: 1 },
+      { items: { enum: EVENT_TYPE_LIST }, maxItems: EVENT_TYPE_LIST.length },
+    ],
+  })
+  .describe(
+    `Event types to receive (${WEBHOOK_EVENT_TYPES.join(', ')}), each once, or ["*"] alone for all.`,
+  );
 
+/** At most 500 characters counted as the document and Postgres count them (code points). */
 const descriptionField = z
   .string({ error: 'must be a string' })
-  .max(
-    MAX_WEBHOOK_DESCRIPTION_LENGTH,
+  .regex(NO_NUL, 'must not contain NUL characters')
+  .refine((value) => NO_LONE_SURROGATE.test(value), 'must not contain unpaired surrogates')
+  .refine(
+    (value) => codePoints(value) <= MAX_WEBHOOK_DESCRIPTION_LENGTH,
     `must be at most ${MAX_WEBHOOK_DESCRIPTION_LENGTH} characters`,
   )
-  .regex(NO_NUL, 'must not contain NUL characters')
-  .refine((value) => NO_LONE_SURROGATE.test(value), 'must not contain unpaired surrogates');
+  .meta({ maxLength: MAX_WEBHOOK_DESCRIPTION_LENGTH });
 
 export const createWebhookEndpointBodySchema = z
   .strictObject({

@@ -289,6 +289,10 @@ describe('405', () => {
     ['PUT', '/payments/0190a6e2-7f6a-7d3c-8a4b-123456789abc', 'GET, HEAD'],
     ['DELETE', '/payments/0190a6e2-7f6a-7d3c-8a4b-123456789abc', 'GET, HEAD'],
     ['POST', '/payments/0190a6e2-7f6a-7d3c-8a4b-123456789abc', 'GET, HEAD'],
+    ['PUT', '/payments/0190a6e2-7f6a-7d3c-8a4b-123456789abc/refunds', 'GET, HEAD, POST'],
+    ['DELETE', '/payments/0190a6e2-7f6a-7d3c-8a4b-123456789abc/refunds', 'GET, HEAD, POST'],
+    ['POST', '/refunds/0190a6e2-7f6a-7d3c-8a4b-123456789abc', 'GET, HEAD'],
+    ['PATCH', '/refunds/0190a6e2-7f6a-7d3c-8a4b-123456789abc', 'GET, HEAD'],
   ])('when %s %s, then method_not_allowed with Allow: %s', async (method, path, allow) => {
     const before = await countWrites(db);
     const res = await send(api, method, path, apiKey, valid);

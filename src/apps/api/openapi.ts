@@ -116,7 +116,9 @@ export function buildOpenApiDocument(): JsonObject {
       title: 'Payments API',
       version: '1.0.0',
       description:
-        'Idempotent payments: at most one payment per (merchant, Idempotency-Key). Errors are RFC 9457 problem details.',
+        'Idempotent payments: at most one payment per (merchant, Idempotency-Key). Errors are RFC 9457 problem details. ' +
+        'A method that a /payments, /refunds or /webhook_endpoints path does not have is 405 ' +
+        '`method_not_allowed` with an Allow header.',
     },
     security: [{ apiKey: [] }],
     paths: {

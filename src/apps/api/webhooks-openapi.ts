@@ -18,6 +18,7 @@ import {
   webhookEndpointSchema,
 } from '../../webhooks/webhook-endpoint-schemas.js';
 import {
+  bodyIdLink,
   idempotencyKeyHeader,
   limitParameter,
   problems,
@@ -88,6 +89,19 @@ function startingAfter(description: string): JsonObject {
   };
 }
 
+/** From a created endpoint to every operation on it (the fuzzer's stateful phase follows them). */
+function endpointLinks(): JsonObject {
+  return {
+    GetWebhookEndpoint: bodyIdLink('getWebhookEndpoint', 'id'),
+    UpdateWebhookEndpoint: bodyIdLink('updateWebhookEndpoint', 'id'),
+    DeleteWebhookEndpoint: bodyIdLink('deleteWebhookEndpoint', 'id'),
+    RotateWebhookSecret: bodyIdLink('rotateWebhookSecret', 'id'),
+    ListWebhookDeliveries: bodyIdLink('listWebhookDeliveries', 'id'),
+    ReplayWebhookEvents: bodyIdLink('replayWebhookEvents', 'id'),
+    ListWebhookEndpointsAfter: bodyIdLink('listWebhookEndpoints', 'starting_after'),
+  };
+}
+
 function endpointOperations(): JsonObject {
   return {
     '/webhook_endpoints': {
@@ -95,9 +109,11 @@ function endpointOperations(): JsonObject {
         operationId: 'createWebhookEndpoint',
         description:
           'Registers an endpoint. The answer carries the signing secret, shown only here (and by rotate_secret). ' +
-          'The URL must be http(s), without user name or password, and resolve to public addresses only ' +
-          '(unless the operator allows a network): anything else is 422 `webhook_url_not_allowed`, whose ' +
-          'detail names the address class. At most WEBHOOK_MAX_ENDPOINTS_PER_MERCHANT endpoints (409).',
+          'The URL must match its pattern (http(s), no space or control character), be at most 2048 ' +
+          'characters, carry no user name or password, and resolve to public addresses only (unless the ' +
+          'operator allows a network): anything else is 422 `webhook_url_not_allowed`, whose detail names ' +
+          'the rule or the address class. At most WEBHOOK_MAX_ENDPOINTS_PER_MERCHANT endpoints (409). ' +
+          'An Idempotency-Key sent empty is 400 `idempotency_key_invalid`.',
         parameters: [
           {
             ...idempotencyKeyHeader,
@@ -116,6 +132,7 @@ function endpointOperations(): JsonObject {
               Location: { schema: { type: 'string' } },
               'Idempotent-Replayed': { schema: { type: 'string', enum: ['true'] } },
             },
+            links: endpointLinks(),
           },
           ...problems(
             ...BODY,
@@ -130,7 +147,10 @@ function endpointOperations(): JsonObject {
         operationId: 'listWebhookEndpoints',
         parameters: [
           limitParameter,
-          startingAfter('An endpoint id of yours: the page starts after it (oldest first).'),
+          startingAfter(
+            'An endpoint id of yours: the page starts after it (oldest first). ' +
+              'An id that is not one of yours is refused with 400 `validation_failed`.',
+          ),
         ],
         responses: {
           '200': json('Oldest first.', 'WebhookEndpointList'),
@@ -179,7 +199,7 @@ function endpointOperations(): JsonObject {
         operationId: 'rotateWebhookSecret',
         description:
           'A new signing secret. The previous one keeps signing (a second v1 signature in webhook-signature) ' +
-          'until previous_secret_expires_at. An empty body is {}.',
+          'until previous_secret_expires_at. No body (and no Content-Type) is {}; a body is JSON (else 415).',
         parameters: [endpointId],
         requestBody: body('RotateWebhookSecretRequest', false),
         responses: {
@@ -199,7 +219,10 @@ function deliveryOperations(): JsonObject {
         parameters: [
           endpointId,
           limitParameter,
-          startingAfter('A delivery id of this endpoint: the page starts after it (newest first).'),
+          startingAfter(
+            'A delivery id of this endpoint: the page starts after it (newest first). ' +
+              'An id that is not one of its deliveries is refused with 400 `validation_failed`.',
+          ),
           {
             name: 'status',
             in: 'query',
@@ -241,7 +264,8 @@ function deliveryOperations(): JsonObject {
       post: {
         operationId: 'replayWebhookEvents',
         description:
-          'Re-sends every stored event since `since` (until `until`) that the endpoint subscribes to, oldest first, ' +
+          'Re-sends every stored event since `since` (until `until`, which must be after `since`: else 400 ' +
+          '`validation_failed`) that the endpoint subscribes to, oldest first, ' +
           'at most WEBHOOK_REPLAY_MAX_EVENTS per request: a delivered or failed delivery becomes pending again ' +
           '(same webhook-id), a missing one is created. With has_more, replay again from next_since (inclusive: ' +
           'events at that instant may come twice; receivers deduplicate by webhook-id).',
