@@ -110,7 +110,8 @@ export interface PipelineSettings {
 /**
  * The whole product as three processes (api, relay, settlement: the production layout) on a
  * database and topics of its own, settlement calling the acquirer simulator as a fourth process
- * over HTTP (its CPU is the subject `acquirer`, apart from the service's), with the simulator at
+ * over HTTP (its CPU is the subject `acquirer`, apart from the service's; BENCH_ACQUIRER=in-process
+ * runs the simulator inside settlement instead, for A/B runs of the hop), with the simulator at
  * zero latency and no random failures:
  * payments at a constant rate, then accepted-to-settled latency read from the database; then
  * the same at each rate of a sweep, for the latency-versus-rate chart. Everything it creates is
@@ -131,10 +132,11 @@ export async function measurePipeline(
   const kafka = createKafka(base, logger);
   const kafkaAdmin = kafka.admin();
   const children: ChildProcess[] = [];
+  const remoteAcquirer = process.env.BENCH_ACQUIRER !== 'in-process';
   try {
     await migrateUp(url, logger);
     // As deployed with the acquirer process: settlement's login has no grant on its books.
-    await pool.query('CALL acquirer_books_own_login()');
+    if (remoteAcquirer) await pool.query('CALL acquirer_books_own_login()');
     await kafkaAdmin.connect();
     await ensureTopics(kafkaAdmin, [topics.payments, topics.dlq], base.KAFKA_TOPIC_PARTITIONS);
     await defineTier(pool, BENCH_TIER);
@@ -161,16 +163,21 @@ export async function measurePipeline(
     children.push(relay.child);
     // The acquirer as its own process on its own login (its internal listener on the port
     // startProcess gives it, its acquirer listener on another free port): not the service.
+    // BENCH_ACQUIRER=in-process: the simulator inside settlement instead (A/B of the hop).
     const acquirerPort = await freePort();
-    const acquirer = await startProcess(
-      serviceEntry('apps/acquirer/main.js'),
-      { ...as('acquirer'), ACQUIRER_PORT: String(acquirerPort) },
-      '/readyz',
-    );
-    children.push(acquirer.child);
+    const acquirer = remoteAcquirer
+      ? await startProcess(
+          serviceEntry('apps/acquirer/main.js'),
+          { ...as('acquirer'), ACQUIRER_PORT: String(acquirerPort) },
+          '/readyz',
+        )
+      : undefined;
+    if (acquirer) children.push(acquirer.child);
     const settlement = await startProcess(
       serviceEntry('apps/settlement/main.js'),
-      { ...as('settlement'), ACQUIRER_URL: `http://127.0.0.1:${String(acquirerPort)}` },
+      acquirer
+        ? { ...as('settlement'), ACQUIRER_URL: `http://127.0.0.1:${String(acquirerPort)}` }
+        : as('settlement'),
       '/metrics',
     );
     children.push(settlement.child);
@@ -214,7 +221,7 @@ export async function measurePipeline(
       relay: { pids: [relay.child.pid ?? 0] },
       settlement: { pids: [settlement.child.pid ?? 0] },
       // Apart from the service: a real acquirer runs elsewhere (REPORT leaves it out of the total).
-      acquirer: { pids: [acquirer.child.pid ?? 0] },
+      acquirer: { pids: acquirer?.child.pid === undefined ? [] : [acquirer.child.pid] },
       postgres: await stackSubject(ROOT, 'postgres', 'postgres'),
       kafka: await stackSubject(ROOT, 'kafka', 'java'),
       redis: await stackSubject(ROOT, 'redis', 'redis-server'),
@@ -245,7 +252,7 @@ export async function measurePipeline(
         api: await peakRssMb(api.child.pid ?? 0),
         relay: await peakRssMb(relay.child.pid ?? 0),
         settlement: await peakRssMb(settlement.child.pid ?? 0),
-        acquirer: await peakRssMb(acquirer.child.pid ?? 0),
+        acquirer: acquirer?.child.pid === undefined ? 0 : await peakRssMb(acquirer.child.pid),
       },
       outbox: { rows: rows[0]?.rows ?? 0, bytes: Number(rows[0]?.bytes ?? 0) },
       cpuSeconds,
