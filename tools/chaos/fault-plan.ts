@@ -53,7 +53,7 @@ const HOLDS: Record<FaultAction['kind'], number> = {
 };
 
 /**
- * The faults of a run, in order: every role killed and restarted first (their leases then
+ * The faults of a run, in order: every role killed and restarted first, the acquirer too (leases then
  * expire while the load still runs), every process replaced one at a time (a deploy's rolling
  * restart: SIGTERM, wait for the replacement's ready), relay-1 paused past its lease (`relayPauseSeconds`), then
  * each dependency frozen and thawed (Kafka while dead letters are due), then each stopped and
@@ -71,6 +71,9 @@ export function planFaults(
     { label: 'SIGKILL relay-1, restart', action: { kind: 'kill-role', role: 'relay' } },
     { label: 'SIGKILL settlement-1, restart', action: { kind: 'kill-role', role: 'settlement' } },
     { label: 'SIGKILL webhooks-1, restart', action: { kind: 'kill-role', role: 'webhooks' } },
+    // Charges in flight lose their answer (settlement retries them with the same key) and the
+    // calls while it is down are refused: verify still finds one charge per payment.
+    { label: 'SIGKILL acquirer-1, restart', action: { kind: 'kill-role', role: 'acquirer' } },
     { label: 'rolling restart of every process', action: { kind: 'rolling-restart' } },
     { label: 'SIGSTOP relay-1 past its lease', action: { kind: 'pause-role', role: 'relay' } },
     { label: 'freeze Redis', action: { kind: 'freeze', service: 'redis' } },
