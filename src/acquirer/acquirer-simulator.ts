@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { withTransaction, type Pool, type Queryable } from '../platform/db.js';
+import { createChargeBatcher } from './charge-batcher.js';
 import {
   AcquirerTransientError,
   type Acquirer,
@@ -32,6 +33,7 @@ type CallResult = 'approved' | 'declined' | 'transient' | 'timeout';
  */
 export function createAcquirerSimulator(pool: Pool, options: SimulatorOptions): Acquirer {
   const random = options.random ?? Math.random;
+  const chargeFirst = createChargeBatcher(pool);
 
   async function decide(
     request: ChargeRequest,
@@ -58,32 +60,18 @@ export function createAcquirerSimulator(pool: Pool, options: SimulatorOptions): 
   }
 
   /**
-   * The common call in one statement (its own transaction): the charge is inserted unless the
-   * key has one (the primary key decides, so two concurrent calls cannot both charge: the second
-   * waits for the first to commit and then inserts nothing), and the call is logged with it.
-   * Undefined when the key was already charged: the locked path answers that replay.
+   * The common call, written with the others of the same event-loop turn in one statement
+   * (charge-batcher.ts; its own transaction): the charge is inserted unless the key has one
+   * (the primary key decides, so two concurrent calls cannot both charge: the second waits for
+   * the first to commit and then inserts nothing), and the call is logged with it. Undefined
+   * when the key was already charged: the locked path answers that replay.
    */
   async function chargeOnce(
     request: ChargeRequest,
     result: 'approved' | 'declined',
   ): Promise<{ result: CallResult; answer: ChargeResult } | undefined> {
     const reference = `sim_${randomBytes(8).toString('hex')}`;
-    const { rows } = await pool.query<{ reference: string }>({
-      name: 'acquirer-simulator.charge-once',
-      text: `WITH charge AS (
-         INSERT INTO acquirer_simulator_charges (idempotency_key, payment_id, result, reference)
-         VALUES ($1, $2, $6, $7)
-         ON CONFLICT (idempotency_key) DO NOTHING
-         RETURNING reference
-       ), call AS (
-         INSERT INTO acquirer_simulator_calls
-           (idempotency_key, payment_id, source, amount, currency, result, replayed)
-         SELECT $1, $2, $3, $4, $5, $6, false FROM charge
-       )
-       SELECT reference FROM charge`,
-      values: [...callColumns(request, result), reference],
-    });
-    if (rows.length === 0) return undefined;
+    if (!(await chargeFirst({ request, result, reference }))) return undefined;
     return { result, answer: answerOf(result, reference) };
   }
 

@@ -52,6 +52,28 @@ describe('acquirer simulator', () => {
     },
   );
 
+  it('when 30 keys are charged in one turn, twice each, then each is charged once with its own answer and the second call replays it', async () => {
+    const simulator = createAcquirerSimulator(db.login('settlement'), options);
+    const charges = Array.from({ length: 30 }, (_, i) =>
+      request(i % 3 === 0 ? 'tok_decline' : 'tok_visa'),
+    );
+    const signal = new AbortController().signal;
+    const answers = await Promise.all(
+      [...charges, ...charges].map((charge) => simulator.charge(charge, signal)),
+    );
+    const references = new Set<string>();
+    for (const [i, charge] of charges.entries()) {
+      const [first, second] = [answers[i], answers[i + charges.length]];
+      expect(second).toEqual(first);
+      expect(first?.outcome).toBe(charge.source === 'tok_visa' ? 'approved' : 'declined');
+      if (first?.outcome === 'approved') references.add(first.reference);
+      const booked = await books(charge.idempotencyKey);
+      expect(booked.charges).toHaveLength(1);
+      expect(booked.calls.map((c) => c.replayed)).toEqual([false, true]);
+    }
+    expect(references.size).toBe(20);
+  });
+
   it('when the failure rate strikes a charged key, then the call is a replay of the charge, not a failure', async () => {
     const charge = request('tok_visa');
     const first = await createAcquirerSimulator(db.login('settlement'), options).charge(
