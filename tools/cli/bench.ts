@@ -16,6 +16,7 @@ import { pipelineCpuPerSettled, pipelineCpuTable } from '../bench/pipeline-cpu.j
 import { pipelineOnly } from '../bench/pipeline-only.js';
 import { markdownTable, sweepTable, verdict } from '../bench/report-tables.js';
 import { newestReport, runBench } from '../bench/run-bench.js';
+import { useStackEnv } from '../bench/use-stack-env.js';
 import { loadConfig } from '../../src/platform/config.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { runCli } from '../../src/cli/run-cli.js';
@@ -84,7 +85,6 @@ const CHILD_TIMEOUT_MS = 20 * 60_000;
 const say = (line: string) => process.stderr.write(`[bench] ${line}\n`);
 
 async function main(): Promise<void> {
-  const config = loadConfig();
   const logger = createLogger({ LOG_LEVEL: 'error', LOG_FORMAT: 'json' });
   const started = new Date();
   const before = await machineConditions();
@@ -101,6 +101,9 @@ async function main(): Promise<void> {
     }),
   );
   if (!stack) throw new Error('the stack did not start: nothing measured');
+  // The services measured by pid are the stack's: load those, not what the shell pointed at.
+  await useStackEnv(ROOT);
+  const config = loadConfig();
   if (PIPELINE_ONLY) {
     const settings = {
       rate: SETTLE_RATE,
