@@ -41,7 +41,7 @@ finish() {
   local status=$?
   set +e
   if [[ $status -ne 0 || $failed -ne 0 ]] && [[ $up_started -eq 1 ]]; then
-    for service in postgres redis kafka migrate api relay settlement webhooks; do
+    for service in postgres redis kafka migrate acquirer-books acquirer api relay settlement webhooks; do
       printf '\n--- last logs of %s\n' "$service"
       timeout 30 docker compose -p "$project" logs --no-color --tail 40 "$service" 2>&1
     done
@@ -246,7 +246,7 @@ pass "GET /payments?limit=10: 200, lists the payment"
 
 # Each role container: /readyz of its internal listener (not published) answers 200 inside the
 # container, and Docker's HEALTHCHECK (the same URL) says healthy.
-for service in api relay settlement webhooks; do
+for service in api relay settlement webhooks acquirer; do
   # shellcheck disable=SC2016 # a JavaScript template literal, expanded by node in the container
   ready=$(timeout 30 docker compose -p "$project" exec -T "$service" node -e '
     fetch(`http://127.0.0.1:${process.env.METRICS_PORT}/readyz`, { signal: AbortSignal.timeout(5000) })
@@ -257,4 +257,12 @@ for service in api relay settlement webhooks; do
     fail "$service: /readyz 200 and healthy (got /readyz $ready, health $health)"
   pass "$service: /readyz 200, container healthy"
 done
+# The acquirer's books are its login's alone once acquirer-books ran: settlement, which settled the
+# payment above over HTTP, is refused them.
+denied=$(timeout 30 docker compose -p "$project" exec -T -e PGPASSWORD=payments_settlement postgres \
+  psql -h 127.0.0.1 -U payments_settlement -d payments -X -q -t \
+  -c 'SELECT count(*) FROM acquirer_simulator_charges' 2>&1) || true
+[[ $denied == *"permission denied"* ]] ||
+  fail "settlement's login is refused the acquirer's books (got: $(head -c 300 <<<"$denied"))"
+pass "settlement's login is refused the acquirer's books (they are payments_acquirer's)"
 took[smoke]=$((SECONDS - t))
