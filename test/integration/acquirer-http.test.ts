@@ -22,7 +22,7 @@ let acquirer: ReturnType<typeof createHttpAcquirer>;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  const pool = db.login('settlement');
+  const pool = db.login('acquirer');
   server = createAcquirerServer({
     charges: createAcquirerSimulator(pool, {
       latencyMs: 0,
