@@ -16,8 +16,8 @@ import {
   send,
 } from './careful-client.js';
 import { keyOf } from './keys.js';
-import { apiKeys as apiKeysOf, durationSetting, intSetting } from './settings.js';
-import { latency, NO_SERVER_ERRORS, noneOf, noSetup, perKey } from './shape.js';
+import { apiKeys as apiKeysOf } from './settings.js';
+import { noSetup, perKey, raceSettings, raceThresholds } from './shape.js';
 
 /** @typedef {import('./careful-client.js').Answer} Answer */
 
@@ -62,7 +62,7 @@ export function crossRaceBroken(
   return { broken, idsByMerchant: ids.map((set) => [...set]) };
 }
 
-/** @typedef {{ merchants: number, keys: number, copies: number, vus: number, maxDuration: string, maxAttempts: number, p99: number }} CrossSettings */
+/** @typedef {import('./shape.js').RaceSettings & { merchants: number }} CrossSettings */
 
 /** @type {import('./shape.js').Scenario<CrossSettings, {}>} */
 export const crossMerchant = {
@@ -70,22 +70,12 @@ export const crossMerchant = {
   minimumKeys: 2,
   settings: (env) => ({
     merchants: apiKeysOf(env, 2).length,
-    keys: intSetting(env, 'KEYS', 100),
-    copies: Math.max(1, intSetting(env, 'COPIES', 5)),
-    vus: intSetting(env, 'VUS', 10),
-    maxDuration: durationSetting(env, 'MAX_DURATION', '5m'),
-    maxAttempts: Math.max(1, intSetting(env, 'MAX_ATTEMPTS', 10)),
-    p99: intSetting(env, 'P99_MS', 1000),
+    ...raceSettings(env, { keys: 100, copies: 5, vus: 10, maxDuration: '5m', p99: 1000 }),
   }),
   executor: (s) => perKey(s.keys, s.vus, s.maxDuration),
   batch: (s) => s.merchants * s.copies,
   counters: ['cross_keys', ...CROSS_INVARIANTS, ...CLIENT_COUNTERS],
-  thresholds: (s) => ({
-    ...noneOf(CROSS_INVARIANTS),
-    ...NO_SERVER_ERRORS,
-    cross_keys: [`count==${s.keys}`],
-    ...latency(POST_PAYMENTS, s),
-  }),
+  thresholds: (s) => raceThresholds('cross_keys', CROSS_INVARIANTS, s, POST_PAYMENTS),
   setup: noSetup,
   *iteration({ n, runId, apiKeys, settings, tally }) {
     const key = keyOf(runId, n);

@@ -15,8 +15,7 @@ import {
   send,
 } from './careful-client.js';
 import { keyOf, merchantOf } from './keys.js';
-import { durationSetting, intSetting } from './settings.js';
-import { latency, NO_SERVER_ERRORS, noneOf, noSetup, perKey } from './shape.js';
+import { noSetup, perKey, raceSettings, raceThresholds } from './shape.js';
 
 /** @typedef {import('./careful-client.js').Answer} Answer */
 
@@ -77,29 +76,18 @@ export function rejectionBroken(/** @type {Answer} */ answer) {
   return [];
 }
 
-/** @typedef {{ keys: number, copies: number, vus: number, maxDuration: string, maxAttempts: number, p99: number }} MismatchSettings */
+/** @typedef {import('./shape.js').RaceSettings} MismatchSettings */
 
 /** @type {import('./shape.js').Scenario<MismatchSettings, {}>} */
 export const mismatch = {
   name: 'mismatch',
   minimumKeys: 1,
-  settings: (env) => ({
-    keys: intSetting(env, 'KEYS', 100),
-    copies: Math.max(1, intSetting(env, 'COPIES', 5)),
-    vus: intSetting(env, 'VUS', 10),
-    maxDuration: durationSetting(env, 'MAX_DURATION', '5m'),
-    maxAttempts: Math.max(1, intSetting(env, 'MAX_ATTEMPTS', 10)),
-    p99: intSetting(env, 'P99_MS', 1000),
-  }),
+  settings: (env) =>
+    raceSettings(env, { keys: 100, copies: 5, vus: 10, maxDuration: '5m', p99: 1000 }),
   executor: (s) => perKey(s.keys, s.vus, s.maxDuration),
   batch: (s) => 2 * s.copies,
   counters: ['mismatch_keys', ...MISMATCH_INVARIANTS, ...CLIENT_COUNTERS],
-  thresholds: (s) => ({
-    ...noneOf(MISMATCH_INVARIANTS),
-    ...NO_SERVER_ERRORS,
-    mismatch_keys: [`count==${s.keys}`],
-    ...latency(POST_PAYMENTS, s),
-  }),
+  thresholds: (s) => raceThresholds('mismatch_keys', MISMATCH_INVARIANTS, s, POST_PAYMENTS),
   setup: noSetup,
   *iteration({ n, runId, apiKeys, settings, tally }) {
     const apiKey = merchantOf(apiKeys, n);

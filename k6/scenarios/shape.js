@@ -3,6 +3,8 @@
 // counters it declares and the thresholds that judge it, in k6's threshold syntax (the load
 // driver evaluates the same strings: tools/load/thresholds.ts).
 
+import { durationSetting, intSetting } from './settings.js';
+
 /** @typedef {import('./careful-client.js').Step} Step */
 /** @typedef {import('./careful-client.js').Tally} Tally */
 /** @typedef {import('./careful-client.js').Answer} Answer */
@@ -105,4 +107,53 @@ export function noneOf(/** @type {readonly string[]} */ names) {
 // eslint-disable-next-line require-yield
 export function* noSetup() {
   return {};
+}
+
+/**
+ * @typedef {object} RaceSettings
+ * @property {number} keys
+ * @property {number} copies
+ * @property {number} vus
+ * @property {string} maxDuration
+ * @property {number} maxAttempts
+ * @property {number | undefined} p95
+ * @property {number} p99
+ */
+
+/**
+ * The settings of a per-key race (KEYS, COPIES, VUS, MAX_DURATION, MAX_ATTEMPTS, P95_MS, P99_MS)
+ * with a scenario's defaults; P95_MS only where the scenario has a p95 objective.
+ * @returns {RaceSettings}
+ */
+export function raceSettings(
+  /** @type {import('./settings.js').Env} */ env,
+  /** @type {{ keys: number, copies: number, vus: number, maxDuration: string, p95?: number, p99: number }} */ defaults,
+) {
+  return {
+    keys: intSetting(env, 'KEYS', defaults.keys),
+    copies: Math.max(1, intSetting(env, 'COPIES', defaults.copies)),
+    vus: intSetting(env, 'VUS', defaults.vus),
+    maxDuration: durationSetting(env, 'MAX_DURATION', defaults.maxDuration),
+    maxAttempts: Math.max(1, intSetting(env, 'MAX_ATTEMPTS', 10)),
+    p95: defaults.p95 === undefined ? undefined : intSetting(env, 'P95_MS', defaults.p95),
+    p99: intSetting(env, 'P99_MS', defaults.p99),
+  };
+}
+
+/**
+ * The thresholds of a per-key race: every invariant counter 0, no 5xx, `done` counting every key
+ * (a run cut short by MAX_DURATION fails), and the latency objectives of `name`'s requests.
+ */
+export function raceThresholds(
+  /** @type {string} */ done,
+  /** @type {readonly string[]} */ invariantNames,
+  /** @type {{ keys: number, p95?: number | undefined, p99: number }} */ settings,
+  /** @type {string} */ name,
+) {
+  return {
+    ...noneOf(invariantNames),
+    ...NO_SERVER_ERRORS,
+    [done]: [`count==${settings.keys}`],
+    ...latency(name, settings),
+  };
 }

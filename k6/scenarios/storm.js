@@ -15,8 +15,7 @@ import {
   send,
 } from './careful-client.js';
 import { currencyOf, keyOf, merchantOf } from './keys.js';
-import { durationSetting, intSetting } from './settings.js';
-import { latency, NO_SERVER_ERRORS, noneOf, noSetup, perKey } from './shape.js';
+import { noSetup, perKey, raceSettings, raceThresholds } from './shape.js';
 
 /** @typedef {import('./careful-client.js').Answer} Answer */
 
@@ -65,30 +64,18 @@ export function stormBroken(/** @type {readonly Answer[]} */ finals) {
   return broken;
 }
 
-/** @typedef {{ keys: number, copies: number, vus: number, maxDuration: string, maxAttempts: number, p95: number, p99: number }} StormSettings */
+/** @typedef {import('./shape.js').RaceSettings} StormSettings */
 
 /** @type {import('./shape.js').Scenario<StormSettings, {}>} */
 export const storm = {
   name: 'storm',
   minimumKeys: 1,
-  settings: (env) => ({
-    keys: intSetting(env, 'KEYS', 200),
-    copies: Math.max(1, intSetting(env, 'COPIES', 10)),
-    vus: intSetting(env, 'VUS', 20),
-    maxDuration: durationSetting(env, 'MAX_DURATION', '10m'),
-    maxAttempts: Math.max(1, intSetting(env, 'MAX_ATTEMPTS', 10)),
-    p95: intSetting(env, 'P95_MS', 250),
-    p99: intSetting(env, 'P99_MS', 1000),
-  }),
+  settings: (env) =>
+    raceSettings(env, { keys: 200, copies: 10, vus: 20, maxDuration: '10m', p95: 250, p99: 1000 }),
   executor: (s) => perKey(s.keys, s.vus, s.maxDuration),
   batch: (s) => s.copies,
   counters: ['storm_keys', ...STORM_INVARIANTS, ...CLIENT_COUNTERS],
-  thresholds: (s) => ({
-    ...noneOf(STORM_INVARIANTS),
-    ...NO_SERVER_ERRORS,
-    storm_keys: [`count==${s.keys}`],
-    ...latency(POST_PAYMENTS, s),
-  }),
+  thresholds: (s) => raceThresholds('storm_keys', STORM_INVARIANTS, s, POST_PAYMENTS),
   setup: noSetup,
   *iteration({ n, runId, apiKeys, settings, tally }) {
     const apiKey = merchantOf(apiKeys, n);
