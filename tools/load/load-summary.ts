@@ -105,7 +105,7 @@ export function formatLoadSummary(summary: LoadSummary): string {
   }
   for (const t of summary.thresholds) {
     lines.push(
-      `  ${t.ok ? 'ok    ' : 'BROKEN'} ${t.metric} ${t.rule} (${t.value === null ? 'no samples' : String(t.value)})`,
+      `  ${t.ok ? 'ok    ' : 'BROKEN'} ${t.metric} ${t.rule} (${t.value === null ? 'no samples' : String(Math.round(t.value * 100) / 100)})`,
     );
   }
   lines.push(
