@@ -3,10 +3,10 @@ import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 
 /** What a user without k6 is told: the project never fetches, builds or runs k6 itself. */
-export const K6_MISSING = `k6 is not on PATH (nor in $K6). The project does not install k6 (AGPL-3.0); install your own
-  (Grafana's k6 documentation, "Set up": packages for Debian, macOS, Windows) and run this again,
-  or set K6=/path/to/k6; or run the same
-  scenario on the project's own driver: npm run load -- <scenario>`;
+export const K6_MISSING = `k6 is not on PATH (nor in $K6). The project does not install k6 (AGPL-3.0): install
+your own (Grafana's k6 documentation, "Set up": packages for Debian, macOS and Windows) or set
+K6=/path/to/k6, and run this again. The same scenario runs without k6 on the project's own
+driver: npm run load -- <scenario>`;
 
 /** The user's k6: $K6, else `k6` on PATH; null when there is none. */
 export function findUserK6(env: Readonly<Record<string, string | undefined>>): string | null {
