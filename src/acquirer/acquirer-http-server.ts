@@ -8,6 +8,7 @@ import {
   type RefundResult,
 } from './acquirer.js';
 import type { ReadinessReport } from '../platform/readiness.js';
+import { NO_FAULT, type AcquirerFault, type AcquirerFaults } from './acquirer-faults.js';
 
 /**
  * The acquirer as its own process (issue 29): charges and refunds over HTTP, as a real acquirer
@@ -17,7 +18,13 @@ import type { ReadinessReport } from '../platform/readiness.js';
  * - `POST /charges` and `POST /refunds`, a JSON body, the request's key in `Idempotency-Key`
  *   (the same on every attempt; the books answer a repeated key with the stored answer);
  * - 200 `{ outcome: 'approved', reference }` or `{ outcome: 'declined', code }`: final;
- * - 503 `{ error_class, message }`: transient, try again; 400: a malformed request.
+ * - 503 `{ error_class, message, processed: true }`: the acquirer's retryable answer (nothing
+ *   done), try again; 503 with `Retry-After` and `processed: false`: refused before processing
+ *   (a fault: `unavailable`); 400: a malformed request;
+ * - `GET /charges/{key}` and `GET /refunds/{key}` (issue 36): the books' answer for the key
+ *   (200, as above) or 404 `{ status: 'not_found' }`: never done, safe to send.
+ *
+ * The faults of acquirer-faults.ts apply to every call but the probes.
  *
  * A call is abandoned when its client goes away (the simulators honour the abort signal), so
  * `tok_timeout` costs the server nothing after the caller's timeout.
@@ -39,7 +46,11 @@ export interface AcquirerServerDeps {
   refunds: RefundAcquirer;
   /** GET /readyz: 200 when ready, 503 otherwise (the acquirer role: its database). */
   readiness?: () => Promise<ReadinessReport>;
+  /** The faults in force (none when absent). */
+  faults?: AcquirerFaults;
 }
+
+const INQUIRY = /^\/(charges|refunds)\/([^/?]{1,600})$/;
 
 export function createAcquirerServer(deps: AcquirerServerDeps): Server {
   return createServer((req, res) => {
@@ -66,6 +77,19 @@ async function route(
       send(res, report.status === 'ready' ? 200 : 503, report);
       return;
     }
+    const fault = deps.faults?.current() ?? NO_FAULT;
+    if (!(await faultAllows(fault, res, aborted.signal))) return;
+    const inquiry = req.method === 'GET' ? INQUIRY.exec(req.url ?? '') : null;
+    if (inquiry) {
+      const inquired = decodeURIComponent(inquiry[2] ?? '');
+      const found =
+        inquiry[1] === 'charges'
+          ? await deps.charges.inquireCharge?.(inquired, aborted.signal)
+          : await deps.refunds.inquireRefund?.(inquired, aborted.signal);
+      if (found) send(res, 200, found);
+      else send(res, 404, { status: 'not_found' });
+      return;
+    }
     if (req.method !== 'POST' || (req.url !== '/charges' && req.url !== '/refunds')) {
       send(res, 404, { error: 'not_found' });
       return;
@@ -86,16 +110,55 @@ async function route(
             { ...refundBody.parse(json), idempotencyKey: key },
             aborted.signal,
           );
-    send(res, 200, answer);
+    // `drop`: done and recorded, then the answer is lost (the caller sees a reset).
+    if ((deps.faults?.current() ?? fault).mode === 'drop') res.socket?.destroy();
+    else send(res, 200, answer);
   } catch (error) {
     if (aborted.signal.aborted) return;
     if (error instanceof AcquirerTransientError) {
-      send(res, 503, { error_class: error.errorClass, message: error.message });
+      send(res, 503, { error_class: error.errorClass, message: error.message, processed: true });
     } else if (error instanceof SyntaxError || error instanceof z.ZodError) {
       send(res, 400, { error: 'invalid_request' });
     } else {
       send(res, 500, { error: 'internal', message: String(error) });
     }
+  }
+}
+
+/**
+ * Applies the fault before the call is processed: false when the call was answered or left
+ * hanging here (`unavailable`, `hang`, `down` for a connection that raced the close).
+ */
+async function faultAllows(
+  fault: AcquirerFault,
+  res: ServerResponse,
+  signal: AbortSignal,
+): Promise<boolean> {
+  switch (fault.mode) {
+    case 'down':
+      res.socket?.destroy();
+      return false;
+    case 'unavailable':
+      res.setHeader('retry-after', String(fault.retry_after_seconds));
+      send(res, 503, {
+        error_class: 'acquirer_unavailable',
+        message: 'refused before processing',
+        processed: false,
+      });
+      return false;
+    case 'hang':
+      return false;
+    case 'slow':
+      await new Promise((resolve) => {
+        const timer = setTimeout(resolve, fault.latency_ms);
+        signal.addEventListener('abort', () => {
+          clearTimeout(timer);
+          resolve(undefined);
+        });
+      });
+      return !signal.aborted;
+    default:
+      return true;
   }
 }
 

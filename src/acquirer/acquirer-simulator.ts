@@ -31,7 +31,7 @@ type CallResult = 'approved' | 'declined' | 'transient' | 'timeout';
  * answer again (logged as a replayed call) and is never charged twice. Calls for one key are
  * serialized with an advisory lock, so concurrent retries cannot both charge.
  */
-export function createAcquirerSimulator(pool: Pool, options: SimulatorOptions): Acquirer {
+export function createAcquirerSimulator(pool: Pool, options: SimulatorOptions): Required<Acquirer> {
   const random = options.random ?? Math.random;
   const chargeFirst = createChargeBatcher(pool);
 
@@ -141,7 +141,7 @@ export function createAcquirerSimulator(pool: Pool, options: SimulatorOptions): 
       const { result, answer } = await decide(request);
       if (result === 'timeout') {
         await delay(options.timeoutTokenDelayMs, signal);
-        throw new AcquirerTransientError('acquirer did not answer', 'acquirer_timeout');
+        throw new AcquirerTransientError('acquirer did not answer', 'acquirer_timeout', 'unknown');
       }
       if (!answer) {
         throw new AcquirerTransientError(
@@ -150,6 +150,15 @@ export function createAcquirerSimulator(pool: Pool, options: SimulatorOptions): 
         );
       }
       return answer;
+    },
+    async inquireCharge(idempotencyKey, signal) {
+      if (options.latencyMs > 0) await delay(options.latencyMs, signal);
+      const { rows } = await pool.query<{ result: 'approved' | 'declined'; reference: string }>(
+        'SELECT result, reference FROM acquirer_simulator_charges WHERE idempotency_key = $1',
+        [idempotencyKey],
+      );
+      const charged = rows[0];
+      return charged ? answerOf(charged.result, charged.reference) : null;
     },
   };
 }

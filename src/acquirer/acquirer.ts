@@ -18,16 +18,33 @@ export type ChargeResult =
  * The acquirer behind an interface: the default is the simulator, a real one is an HTTP
  * client. `charge` resolves with a final answer (approved or declined: a decline is permanent)
  * or throws `AcquirerTransientError` when trying again may succeed. It must honour `signal`.
+ * `inquireCharge` asks the acquirer's books about a key (issue 36): the stored answer, or null
+ * when the acquirer never charged it (safe to send). An acquirer without it is re-sent to, the
+ * idempotency key being the only guard.
  */
 export interface Acquirer {
   charge(request: ChargeRequest, signal: AbortSignal): Promise<ChargeResult>;
+  inquireCharge?(idempotencyKey: string, signal: AbortSignal): Promise<ChargeResult | null>;
 }
 
-/** Worth retrying: timeouts, unavailability, rate limits. */
+/**
+ * Whether a failed call may have reached the acquirer (issue 36, DESIGN 106):
+ * - `not_sent`: it never did (connection refused, DNS, breaker open, 429 or 503 before
+ *   processing): not an attempt;
+ * - `unknown`: it may have (timeout after sending, connection lost before the answer, any other
+ *   5xx): the next step is an inquiry by the key, not a new call;
+ * - `answered`: the acquirer answered a retryable error (nothing done): a counted attempt.
+ */
+export type AcquirerDelivery = 'not_sent' | 'unknown' | 'answered';
+
+/** Worth retrying: timeouts, unavailability, rate limits, a lost connection. */
 export class AcquirerTransientError extends Error {
   constructor(
     message: string,
-    readonly errorClass: 'acquirer_unavailable' | 'acquirer_timeout',
+    readonly errorClass: string,
+    readonly delivery: AcquirerDelivery = 'answered',
+    /** The acquirer's Retry-After, in ms, when it gave one. */
+    readonly retryAfterMs?: number,
   ) {
     super(message);
     this.name = 'AcquirerTransientError';
@@ -60,6 +77,8 @@ export type RefundResult =
  */
 export interface RefundAcquirer {
   refund(request: RefundRequest, signal: AbortSignal): Promise<RefundResult>;
+  /** The books' answer for a refund key, or null when never refunded (see inquireCharge). */
+  inquireRefund?(idempotencyKey: string, signal: AbortSignal): Promise<RefundResult | null>;
 }
 
 /** One key per refund, the same on every attempt: a retried refund is recognised, not repeated. */
@@ -67,28 +86,44 @@ export function refundIdempotencyKey(refundId: string): string {
   return `refund_${refundId}`;
 }
 
-/** An acquirer call that got no final answer: its class (metrics, dead letters) and message. */
+/**
+ * An acquirer call that got no final answer: its class (metrics, dead letters), message, whether
+ * it may have reached the acquirer (absent: it answered), and when to try again, if it said.
+ */
 export interface AcquirerFailure {
   errorClass: string;
   message: string;
+  delivery?: 'not_sent' | 'unknown';
+  notBeforeMs?: number;
 }
 
 /**
- * What a charge or refund call that threw is retried as: the acquirer's own transient class,
- * `acquirer_timeout` when the call's timeout fired, and `acquirer_error` for anything else.
- * Everything is retried: both calls are idempotent, so trying again is safe, and giving up
- * early would strand the payment or the refund.
+ * What a charge, refund or inquiry that threw is retried as: the acquirer's own transient class
+ * and delivery, `acquirer_timeout` (outcome unknown) when the call's timeout fired, and
+ * `acquirer_error` (outcome unknown) for anything else. Everything is retried: the calls are
+ * idempotent and an unknown outcome is asked about first, and giving up early would strand the
+ * payment or the refund.
  */
 export function classifyAcquirerFailure(error: unknown): AcquirerFailure {
   if (error instanceof AcquirerTransientError) {
-    return { errorClass: error.errorClass, message: error.message };
+    return {
+      errorClass: error.errorClass,
+      message: error.message,
+      ...(error.delivery === 'answered' ? {} : { delivery: error.delivery }),
+      ...(error.retryAfterMs === undefined ? {} : { notBeforeMs: error.retryAfterMs }),
+    };
   }
   if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) {
-    return { errorClass: 'acquirer_timeout', message: 'no answer within the call timeout' };
+    return {
+      errorClass: 'acquirer_timeout',
+      message: 'no answer within the call timeout',
+      delivery: 'unknown',
+    };
   }
   return {
     errorClass: 'acquirer_error',
     message: error instanceof Error ? error.message : String(error),
+    delivery: 'unknown',
   };
 }
 

@@ -1,9 +1,10 @@
-import { Agent, request as httpRequest } from 'node:http';
+import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { z } from 'zod';
 import {
   AcquirerTransientError,
   type Acquirer,
   type ChargeRequest,
+  type ChargeResult,
   type RefundAcquirer,
   type RefundRequest,
 } from './acquirer.js';
@@ -14,26 +15,48 @@ const finalAnswer = z.discriminatedUnion('outcome', [
   z.object({ outcome: z.literal('declined'), code: z.string() }),
 ]);
 
+/** A 503's body: `processed: true` is a retryable answer, `false` a refusal before processing. */
+const unavailableBody = z.object({
+  error_class: z.string().optional(),
+  processed: z.boolean().optional(),
+});
+
+interface WireAnswer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  json: unknown;
+}
+
 /**
  * The acquirer over HTTP (acquirer-http-server.ts is its server): `charge` and `refund` POST
- * the request with its idempotency key in `Idempotency-Key`, so a retried call is answered
- * from the acquirer's books, not charged again. Every call is bounded by the caller's signal
- * (the worker passes `AbortSignal.timeout(ACQUIRER_TIMEOUT_MS)`): an abort destroys the request
- * and rejects with the signal's reason (a TimeoutError, classified `acquirer_timeout`). A 503 or
- * a connection failure is transient (`acquirer_unavailable`); 200 is a final answer; anything
- * else is an error (retried as `acquirer_error`). Connections are kept alive and pooled.
+ * the request with its idempotency key in `Idempotency-Key`, so a retried call is answered from
+ * the acquirer's books, not charged again; `inquireCharge` and `inquireRefund` GET
+ * `/charges/{key}` and `/refunds/{key}` (200: the stored answer; 404 `not_found`: never done).
+ * Every call is bounded by the caller's signal (`AbortSignal.timeout(ACQUIRER_TIMEOUT_MS)`).
+ * A failure says whether the request may have reached the acquirer (issue 36, DESIGN 106):
+ *
+ * - not sent: no connection (refused, DNS, a connect that timed out), 429, or 503 with
+ *   `Retry-After` or `processed: false` (refused before processing); Retry-After is kept;
+ * - answered: 503 `processed: true` (the acquirer's retryable answer) or another 4xx;
+ * - unknown: a timeout or a lost connection once connected, any other 5xx, an unreadable 200.
+ *
+ * Connections are kept alive and pooled.
  */
-export function createHttpAcquirer(baseUrl: string): Acquirer & RefundAcquirer {
+export function createHttpAcquirer(baseUrl: string): Required<Acquirer> & Required<RefundAcquirer> {
   const url = new URL(baseUrl);
   const agent = new Agent({ keepAlive: true, maxSockets: 128 });
 
   async function post(path: string, key: string, body: unknown, signal: AbortSignal) {
-    const text = JSON.stringify(body);
-    const { status, json } = await send(url, agent, path, key, text, signal);
-    if (status === 200) return finalAnswer.parse(json);
-    const message = `acquirer answered ${String(status)}`;
-    if (status === 503) throw new AcquirerTransientError(message, 'acquirer_unavailable');
-    throw new Error(message);
+    const answer = await send(url, agent, { method: 'POST', path, key, body }, signal);
+    if (answer.status === 200) return parseFinal(answer.json);
+    throw failureOf(answer);
+  }
+
+  async function inquire(path: string, signal: AbortSignal): Promise<ChargeResult | null> {
+    const answer = await send(url, agent, { method: 'GET', path }, signal);
+    if (answer.status === 200) return parseFinal(answer.json);
+    if (answer.status === 404 && isNotFound(answer.json)) return null;
+    throw failureOf(answer);
   }
 
   return {
@@ -41,31 +64,88 @@ export function createHttpAcquirer(baseUrl: string): Acquirer & RefundAcquirer {
       post('/charges', idempotencyKey, body, signal),
     refund: ({ idempotencyKey, ...body }: RefundRequest, signal: AbortSignal) =>
       post('/refunds', idempotencyKey, body, signal),
+    inquireCharge: (key, signal) => inquire(`/charges/${encodeURIComponent(key)}`, signal),
+    inquireRefund: (key, signal) => inquire(`/refunds/${encodeURIComponent(key)}`, signal),
   };
 }
 
-function send(
-  url: URL,
-  agent: Agent,
-  path: string,
-  key: string,
-  text: string,
-  signal: AbortSignal,
-): Promise<{ status: number; json: unknown }> {
+function parseFinal(json: unknown): ChargeResult {
+  const parsed = finalAnswer.safeParse(json);
+  if (parsed.success) return parsed.data;
+  throw new AcquirerTransientError(
+    'acquirer answered 200 without a final answer',
+    'acquirer_error',
+    'unknown',
+  );
+}
+
+function isNotFound(json: unknown): boolean {
+  return (
+    typeof json === 'object' &&
+    json !== null &&
+    (json as { status?: unknown }).status === 'not_found'
+  );
+}
+
+/** Retry-After in ms (seconds, or an HTTP date), when present and readable. */
+export function retryAfterMs(value: string | undefined, now = Date.now()): number | undefined {
+  if (value === undefined || value.trim() === '') return undefined;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1_000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/** What a non-200 answer means for the call (see createHttpAcquirer). */
+export function failureOf({ status, headers, json }: WireAnswer): AcquirerTransientError {
+  const message = `acquirer answered ${String(status)}`;
+  const retryAfter = retryAfterMs(headers['retry-after']);
+  const body = unavailableBody.safeParse(json);
+  const bodyClass = body.success ? body.data.error_class : undefined;
+  if (status === 429) {
+    return new AcquirerTransientError(message, 'acquirer_rate_limited', 'not_sent', retryAfter);
+  }
+  if (status === 503) {
+    const processed = body.success ? body.data.processed : undefined;
+    if (processed === true) {
+      return new AcquirerTransientError(message, bodyClass ?? 'acquirer_unavailable', 'answered');
+    }
+    if (processed === false || retryAfter !== undefined) {
+      return new AcquirerTransientError(message, 'acquirer_unavailable', 'not_sent', retryAfter);
+    }
+  }
+  if (status >= 400 && status < 500) {
+    return new AcquirerTransientError(message, 'acquirer_rejected', 'answered');
+  }
+  return new AcquirerTransientError(message, 'acquirer_error', 'unknown');
+}
+
+interface Call {
+  method: 'GET' | 'POST';
+  path: string;
+  key?: string;
+  body?: unknown;
+}
+
+function send(url: URL, agent: Agent, call: Call, signal: AbortSignal): Promise<WireAnswer> {
   return new Promise((resolve, reject) => {
     signal.throwIfAborted();
+    const text = call.body === undefined ? undefined : JSON.stringify(call.body);
+    // Whether the request may have reached the acquirer: once a socket is connected, a failure
+    // leaves the outcome unknown; before, nothing was sent.
+    let connected = false;
     const req = httpRequest(
       {
         host: url.hostname,
         port: url.port,
-        path,
-        method: 'POST',
+        path: call.path,
+        method: call.method,
         agent,
         signal,
         headers: {
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(text),
-          'idempotency-key': key,
+          ...(text === undefined
+            ? {}
+            : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }),
+          ...(call.key === undefined ? {} : { 'idempotency-key': call.key }),
         },
       },
       (res) => {
@@ -73,20 +153,29 @@ function send(
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('error', reject);
         res.on('end', () => {
+          const body = Buffer.concat(chunks).toString('utf8');
+          let json: unknown = null;
           try {
-            const body = Buffer.concat(chunks).toString('utf8');
-            resolve({ status: res.statusCode ?? 0, json: body ? JSON.parse(body) : null });
-          } catch (error) {
-            reject(error instanceof Error ? error : new Error(String(error)));
+            json = body ? JSON.parse(body) : null;
+          } catch {
+            json = null;
           }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, json });
         });
       },
     );
+    req.on('socket', (socket) => {
+      if (!socket.connecting) connected = true;
+      else socket.once('connect', () => (connected = true));
+    });
     req.on('error', (error) => {
+      const delivery = connected ? 'unknown' : 'not_sent';
       if (signal.aborted) {
-        reject(signal.reason instanceof Error ? signal.reason : error);
+        const timedOut = connected ? 'acquirer_timeout' : 'acquirer_unavailable';
+        reject(new AcquirerTransientError('no answer within the call timeout', timedOut, delivery));
       } else {
-        reject(new AcquirerTransientError(error.message, 'acquirer_unavailable'));
+        const errorClass = connected ? 'acquirer_connection_lost' : 'acquirer_unavailable';
+        reject(new AcquirerTransientError(error.message, errorClass, delivery));
       }
     });
     req.end(text);

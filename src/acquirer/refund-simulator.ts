@@ -18,7 +18,7 @@ type RefundCallResult = 'approved' | 'declined' | 'transient';
  * any other source approves. A key already answered gets the stored answer (a replayed call),
  * never a second refund; calls for one key are serialized with an advisory lock.
  */
-export function createRefundSimulator(pool: Pool): RefundAcquirer {
+export function createRefundSimulator(pool: Pool): Required<RefundAcquirer> {
   async function decide(request: RefundRequest): Promise<RefundResult | null> {
     return withTransaction(pool, async (client) => {
       await lockKey(client, request.idempotencyKey);
@@ -91,6 +91,18 @@ export function createRefundSimulator(pool: Pool): RefundAcquirer {
         );
       }
       return answer;
+    },
+    async inquireRefund(idempotencyKey, signal) {
+      signal.throwIfAborted();
+      const { rows } = await pool.query<{ result: 'approved' | 'declined'; reference: string }>(
+        'SELECT result, reference FROM acquirer_simulator_refunds WHERE idempotency_key = $1',
+        [idempotencyKey],
+      );
+      const done = rows[0];
+      if (!done) return null;
+      return done.result === 'approved'
+        ? { outcome: 'approved', reference: done.reference }
+        : { outcome: 'declined', code: 'refund_declined' };
     },
   };
 }

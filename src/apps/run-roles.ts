@@ -47,7 +47,7 @@ export async function runRoles(roles: readonly RoleName[]): Promise<void> {
   const platform = await createPlatform(config, logger, {
     kafka: roles.some((role) => KAFKA_ROLES.includes(role)),
   });
-  const running: Pick<RunningRole, 'close' | 'drain'>[] = [];
+  const running: Pick<RunningRole, 'close' | 'drain' | 'internalRoutes'>[] = [];
   const internalReadiness = drainableReadiness(() =>
     checkReadiness(platform.checks, config.READINESS_TIMEOUT_MS),
   );
@@ -102,6 +102,7 @@ export async function runRoles(roles: readonly RoleName[]): Promise<void> {
           host: config.INTERNAL_HOST,
           port: config.METRICS_PORT,
           readiness: internalReadiness.readiness,
+          routes: running.flatMap((role) => role.internalRoutes ?? []),
         },
         logger,
       ),

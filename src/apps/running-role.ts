@@ -1,3 +1,5 @@
+import type { InternalRoute } from '../platform/internal-server.js';
+
 /** A started process role: its name and how to stop it gracefully. */
 export interface RunningRole {
   name: 'acquirer' | 'api' | 'relay' | 'settlement' | 'webhooks';
@@ -8,4 +10,6 @@ export interface RunningRole {
    * have it; when one does, the shutdown waits SHUTDOWN_DRAIN_MS before `close`.
    */
   drain?: () => void;
+  /** Operator routes the role adds to the process's internal listener (the acquirer's faults). */
+  internalRoutes?: readonly InternalRoute[];
 }

@@ -50,5 +50,8 @@ export function claimedOnInsert(id: string, claim: IntakeClaim): ClaimedJob {
     exhausted: false,
     lastFailure: null,
     firstFailureAt: null,
+    needsInquiry: false,
+    lastInquiry: null,
+    notSent: 0,
   };
 }

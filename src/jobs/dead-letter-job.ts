@@ -34,9 +34,10 @@ export async function deadLetterJob(
   job: ClaimedJob,
   failure: Failure,
   letter: JobLetter,
+  lastInquiry?: string,
 ): Promise<boolean> {
   const stored = await withTransaction(pool, async (client) => {
-    const { replayToken } = await markJobDead(client, jobs, job, failure);
+    const { replayToken } = await markJobDead(client, jobs, job, failure, lastInquiry);
     return storeDeadLetter(client, {
       dedupKey: `${jobs.kind}:${job.id}:${replayToken ?? ''}`,
       eventId: letter.eventId,
@@ -48,6 +49,8 @@ export async function deadLetterJob(
         attempts: job.attempts,
         firstFailureAt: job.firstFailureAt ?? new Date(),
         lastFailureAt: new Date(),
+        lastInquiry: lastInquiry ?? job.lastInquiry ?? 'none',
+        notSent: job.notSent,
       }),
     });
   });

@@ -25,6 +25,10 @@ export const DLQ_HEADERS = {
   attempts: 'dlq_attempts',
   firstFailureAt: 'dlq_first_failure_at',
   lastFailureAt: 'dlq_last_failure_at',
+  /** The other side's latest answer to a status inquiry ('not_found', 'none': never asked). */
+  lastInquiry: 'dlq_last_inquiry',
+  /** Calls that never reached the other side (refused, breaker open): not attempts. */
+  notSent: 'dlq_not_sent',
 } as const;
 
 /**
@@ -41,6 +45,9 @@ export interface DeadLetterReason {
   attempts: number;
   firstFailureAt: Date;
   lastFailureAt: Date;
+  /** Jobs only (DESIGN 106): the last inquiry's answer and the calls never sent. */
+  lastInquiry?: string;
+  notSent?: number;
 }
 
 export function toDeadLetter(
@@ -83,6 +90,8 @@ function deadLetterHeaders(
     [DLQ_HEADERS.firstFailureAt]: reason.firstFailureAt.toISOString(),
     [DLQ_HEADERS.lastFailureAt]: reason.lastFailureAt.toISOString(),
   };
+  if (reason.lastInquiry !== undefined) headers[DLQ_HEADERS.lastInquiry] = reason.lastInquiry;
+  if (reason.notSent !== undefined) headers[DLQ_HEADERS.notSent] = String(reason.notSent);
   if (reason.eventId !== null) {
     headers[DLQ_HEADERS.eventId] = reason.eventId;
     headers.ce_id = reason.eventId;

@@ -24,6 +24,11 @@ export interface JobLoopDeps<J> {
    * are then found by the next wake-up, or by the poll.
    */
   claimAfterFinish?: 'always' | 'while-backlog';
+  /**
+   * How long claims are held back (the acquirer's breaker open, DESIGN 107): the loop sleeps
+   * that long (or until woken) instead of claiming. Absent or 0: claim as usual.
+   */
+  blockedForMs?: () => number;
 }
 
 export interface JobLoop<J> {
@@ -111,6 +116,11 @@ export function createJobLoop<J>(deps: JobLoopDeps<J>): JobLoop<J> {
 
   async function run(): Promise<void> {
     while (!stopped) {
+      const blocked = deps.blockedForMs?.() ?? 0;
+      if (blocked > 0) {
+        await sleep(Math.max(5, Math.min(pollMs * 20, blocked)));
+        continue;
+      }
       try {
         const claimed = await fillSlots();
         deps.outage.succeeded();

@@ -67,6 +67,9 @@ interface JobColumns {
   last_error_class: string | null;
   last_error: string | null;
   first_failure_at: Date | null;
+  needs_inquiry: boolean;
+  last_inquiry: string | null;
+  not_sent: number;
 }
 
 /**
@@ -99,7 +102,8 @@ export async function claimJobs<R>(
        FROM ${dueSubquery(jobs, extra.where, filter?.group?.column)} due${join.from}
       WHERE j.${idColumn} = due.${idColumn} ${join.where}
       RETURNING j.${idColumn} AS job_id, j.attempts, due.attempts >= $3 AS exhausted,
-                j.last_error_class, j.last_error, j.first_failure_at, ${join.returning}`,
+                j.last_error_class, j.last_error, j.first_failure_at, j.needs_inquiry,
+                j.last_inquiry, j.not_sent, ${join.returning}`,
     values: [limit, leaseMs, maxAttempts, leaseOwner, ...extra.values, ...groupValues(filter)],
   });
   return rows.map((row) => ({
@@ -112,6 +116,9 @@ export async function claimJobs<R>(
         ? null
         : { errorClass: row.last_error_class, message: row.last_error ?? '' },
     firstFailureAt: row.first_failure_at,
+    needsInquiry: row.needs_inquiry,
+    lastInquiry: row.last_inquiry,
+    notSent: row.not_sent,
     row,
   }));
 }
@@ -163,6 +170,20 @@ function assertOwned(
 }
 
 /**
+ * How a retry marks the job besides its failure (DESIGN 106): `giveBack` returns the attempt the
+ * claim counted (the call never went out, or was only an inquiry); `notSent` counts a call that
+ * never reached the other side and leaves the retry window unstarted; `needsInquiry` sets or
+ * clears the inquiry as the next step (absent: unchanged); `lastInquiry` records an inquiry's
+ * answer.
+ */
+export interface RetryMarks {
+  giveBack?: boolean;
+  notSent?: boolean;
+  needsInquiry?: boolean;
+  lastInquiry?: string;
+}
+
+/**
  * Try again after `delayMs`, lease released: a transient failure with attempts left (`retry`),
  * or a failed step after the attempt (`failure`: the completion's transaction, say), whose
  * attempt the claim already counted. The failure is kept for the dead letter. Throws
@@ -175,16 +196,32 @@ export async function retryJob(
   failure: Failure,
   delayMs: number,
   write: 'retry' | 'failure' = 'retry',
+  marks: RetryMarks = {},
 ): Promise<void> {
   const { rowCount } = await db.query({
     name: `${jobs.kind}.retry`,
     text: `UPDATE ${jobs.table}
         SET next_attempt_at = now() + make_interval(secs => $2::double precision / 1000),
             locked_until = NULL, lease_owner = NULL,
-            first_failure_at = coalesce(first_failure_at, now()),
+            attempts = CASE WHEN $6 THEN greatest(attempts - 1, 0) ELSE attempts END,
+            not_sent = not_sent + CASE WHEN $7 THEN 1 ELSE 0 END,
+            first_failure_at = CASE WHEN $7 THEN first_failure_at
+                                    ELSE coalesce(first_failure_at, now()) END,
+            needs_inquiry = coalesce($8, needs_inquiry),
+            last_inquiry = coalesce($9, last_inquiry),
             last_failure_at = now(), last_error_class = $3, last_error = $4
       WHERE ${jobs.idColumn} = $1 AND lease_owner = $5`,
-    values: [job.id, delayMs, failure.errorClass, failure.message.slice(0, 1_000), job.leaseOwner],
+    values: [
+      job.id,
+      delayMs,
+      failure.errorClass,
+      failure.message.slice(0, 1_000),
+      job.leaseOwner,
+      marks.giveBack ?? false,
+      marks.notSent ?? false,
+      marks.needsInquiry ?? null,
+      marks.lastInquiry ?? null,
+    ],
   });
   assertOwned(rowCount, jobs, job, write);
 }
@@ -199,16 +236,24 @@ export async function markJobDead(
   jobs: JobTable,
   job: JobLease,
   failure: Failure,
+  lastInquiry?: string,
 ): Promise<{ replayToken: string | null }> {
   const { rows, rowCount } = await db.query<{ replay_token: string | null }>({
     name: `${jobs.kind}.dead`,
     text: `UPDATE ${jobs.table}
-        SET state = 'dead', locked_until = NULL, lease_owner = NULL,
+        SET state = 'dead', locked_until = NULL, lease_owner = NULL, needs_inquiry = false,
             first_failure_at = coalesce(first_failure_at, now()),
+            last_inquiry = coalesce($5, last_inquiry),
             last_failure_at = now(), last_error_class = $2, last_error = $3
       WHERE ${jobs.idColumn} = $1 AND lease_owner = $4
       RETURNING replay_token`,
-    values: [job.id, failure.errorClass, failure.message.slice(0, 1_000), job.leaseOwner],
+    values: [
+      job.id,
+      failure.errorClass,
+      failure.message.slice(0, 1_000),
+      job.leaseOwner,
+      lastInquiry ?? null,
+    ],
   });
   assertOwned(rowCount, jobs, job, 'dead');
   return { replayToken: rows[0]?.replay_token ?? null };
@@ -248,35 +293,4 @@ export async function nextJobDueAt(
   return rows[0]?.due ?? null;
 }
 
-/** A dead job to revive, and the dlq:replay token of the copy that asks for it. */
-export interface Revival {
-  id: string;
-  token: string;
-}
-
-/**
- * dlq:replay's copies: a dead job comes back (pending, attempts reset) once per replay token. A
- * stray duplicate has no token; a second delivery of the same replayed copy has a token the job
- * has already been revived with. A job that is not dead is left alone. Returns the revived job
- * ids with the token that revived each.
- */
-export async function reviveDeadJobs(
-  db: Queryable,
-  jobs: JobTable,
-  revivals: readonly Revival[],
-): Promise<Map<string, string>> {
-  const lastTokenPerJob = new Map(revivals.map((r) => [r.id, r.token]));
-  if (lastTokenPerJob.size === 0) return new Map();
-  const { rows } = await db.query<{ job_id: string; replay_token: string }>({
-    name: `${jobs.kind}.revive`,
-    text: `UPDATE ${jobs.table} j
-        SET state = 'pending', attempts = 0, next_attempt_at = now(), locked_until = NULL,
-            lease_owner = NULL, replay_token = r.token, revived_at = now()
-       FROM unnest($1::uuid[], $2::text[]) AS r(job_id, token)
-      WHERE j.${jobs.idColumn} = r.job_id AND j.state = 'dead'
-        AND j.replay_token IS DISTINCT FROM r.token
-     RETURNING j.${jobs.idColumn} AS job_id, j.replay_token`,
-    values: [[...lastTokenPerJob.keys()], [...lastTokenPerJob.values()]],
-  });
-  return new Map(rows.map((row) => [row.job_id, row.replay_token]));
-}
+export { reviveDeadJobs, type Revival } from './job-revive.js';

@@ -4,7 +4,8 @@
  * enqueue's idempotency, and the claim joins the resource by that key. Every table has the same
  * job columns (migrations 0006, 0012, 0020): state (pending | dead), attempts, next_attempt_at,
  * locked_until, lease_owner, first_failure_at, last_failure_at, last_error_class, last_error,
- * replay_token, revived_at. All SQL over those columns is in src/jobs/ (DESIGN 59).
+ * replay_token, revived_at, needs_inquiry, last_inquiry, not_sent (0027). All SQL over those
+ * columns is in src/jobs/ (DESIGN 59).
  */
 export type JobKind = 'settlement' | 'refund' | 'webhook';
 
@@ -41,6 +42,11 @@ export interface Failure {
   message: string;
   /** The earliest the job may be tried again, in ms from now (a Retry-After), if it said. */
   notBeforeMs?: number;
+  /**
+   * Whether the call may have reached the other side (DESIGN 106): `not_sent` (it never did: not
+   * an attempt), `unknown` (it may have: ask before calling again); absent: it answered.
+   */
+  delivery?: 'not_sent' | 'unknown';
 }
 
 /** What every claimed job carries, whatever its kind. */
@@ -59,6 +65,12 @@ export interface ClaimedJob {
   /** The failure recorded by the previous attempt, if any. */
   lastFailure: Failure | null;
   firstFailureAt: Date | null;
+  /** The last call's outcome is unknown: ask (the kind's inquire) before calling again. */
+  needsInquiry: boolean;
+  /** The other side's latest answer to an inquiry ('not_found', 'approved', ...), if any. */
+  lastInquiry: string | null;
+  /** Calls that never reached the other side (not attempts). */
+  notSent: number;
 }
 
 /** A claimed job as its later writes name it: the job and the claim's token. */

@@ -7,18 +7,35 @@ export const pipelineSettings = {
   KAFKA_REQUEST_TIMEOUT_MS: integer(100, 600_000)
     .default(10_000)
     .describe('Longest one Kafka request waits for its answer (relay, settlement, admin).'),
-  /** Brief section 7: five attempts, then the dead-letter queue. */
-  SETTLEMENT_MAX_ATTEMPTS: integer(1, 100)
-    .default(5)
-    .describe('Acquirer attempts per payment before its event is dead-lettered.'),
+  /**
+   * A guard, not the budget (DESIGN 106): the retry window is. Bounds the calls of a job whose
+   * outcomes keep being lost (a completion that fails after every charge); calls that never
+   * reached the acquirer are not counted.
+   */
+  SETTLEMENT_MAX_ATTEMPTS: integer(1, 100_000)
+    .default(1_000)
+    .describe(
+      'Most acquirer attempts per payment (calls not sent are not attempts) before its event is dead-lettered, whatever the retry window.',
+    ),
   /** First retry after up to this long (full jitter); doubles per attempt up to the cap. */
   SETTLEMENT_BACKOFF_BASE_MS: integer(1, 600_000)
     .default(200)
     .describe('Base of the settlement retry backoff (full jitter, doubling per attempt).'),
-  /** No retry waits longer: a recovered acquirer is used within this long. */
+  /** Minutes, not hours: a recovered acquirer is used within this long (breaker aside). */
   SETTLEMENT_BACKOFF_CAP_MS: integer(1, 3_600_000)
-    .default(30_000)
+    .default(300_000)
     .describe('Longest delay between two settlement attempts.'),
+  /**
+   * The attempt budget is time (issue 36): a payment the acquirer keeps answering with a
+   * retryable error is retried this long after its first counted failure, then dead-lettered.
+   * An outage (calls not sent, breaker open) does not count; an unknown outcome is asked about
+   * before any dead letter.
+   */
+  SETTLEMENT_RETRY_WINDOW_SECONDS: integer(0, 30 * 86_400)
+    .default(86_400)
+    .describe(
+      'How long a payment is retried after its first failed attempt before it is dead-lettered.',
+    ),
   /**
    * A claimed job is another worker's after this long: it must outlast an attempt, so boot
    * refuses a lease not above ACQUIRER_TIMEOUT_MS + DATABASE_QUERY_TIMEOUT_MS (config.ts).
@@ -49,16 +66,23 @@ export const pipelineSettings = {
   SETTLEMENT_POLL_MS: integer(10, 60_000)
     .default(500)
     .describe('Fallback poll of the settlement worker for due retries.'),
-  /** Refunds have their own job settings; the defaults are the charges' (brief section 7). */
-  REFUND_MAX_ATTEMPTS: integer(1, 100)
-    .default(5)
-    .describe('Acquirer attempts per refund before its event is dead-lettered.'),
+  /** Refunds have their own job settings; the defaults are the charges' (DESIGN 106). */
+  REFUND_MAX_ATTEMPTS: integer(1, 100_000)
+    .default(1_000)
+    .describe(
+      'Most acquirer attempts per refund (calls not sent are not attempts) before its event is dead-lettered, whatever the retry window.',
+    ),
   REFUND_BACKOFF_BASE_MS: integer(1, 600_000)
     .default(200)
     .describe('Base of the refund retry backoff (full jitter, doubling per attempt).'),
   REFUND_BACKOFF_CAP_MS: integer(1, 3_600_000)
-    .default(30_000)
+    .default(300_000)
     .describe('Longest delay between two refund attempts.'),
+  REFUND_RETRY_WINDOW_SECONDS: integer(0, 30 * 86_400)
+    .default(86_400)
+    .describe(
+      'How long a refund is retried after its first failed attempt before it is dead-lettered.',
+    ),
   /** Checked at boot like SETTLEMENT_LEASE_MS: above ACQUIRER_TIMEOUT_MS + DATABASE_QUERY_TIMEOUT_MS. */
   REFUND_LEASE_MS: integer(100, 3_600_000)
     .default(30_000)
@@ -73,6 +97,19 @@ export const pipelineSettings = {
   ACQUIRER_TIMEOUT_MS: integer(10, 120_000)
     .default(2_000)
     .describe('Timeout of one acquirer call (then a transient failure).'),
+  /**
+   * The acquirer's circuit breaker in the settlement role (DESIGN 107): this many calls in a row
+   * that never reached it or whose outcome is unknown open it.
+   */
+  ACQUIRER_BREAKER_FAILURES: integer(1, 10_000)
+    .default(5)
+    .describe(
+      'Consecutive acquirer calls not sent or with an unknown outcome that open the circuit breaker.',
+    ),
+  /** Open this long (or the acquirer's Retry-After, if longer), then one probe job. */
+  ACQUIRER_BREAKER_OPEN_MS: integer(10, 600_000)
+    .default(5_000)
+    .describe('How long the acquirer circuit breaker stays open before one probe job is tried.'),
   /** Simulator only: latency added to every call, for load tests. */
   ACQUIRER_SIM_LATENCY_MS: integer(0, 60_000)
     .default(0)

@@ -1,8 +1,18 @@
-import { createServer, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { closeServer, listen } from './http-listen.js';
 import type { Logger } from './logger.js';
 import { metricsRegistry } from './metrics.js';
 import type { ReadinessReport } from './readiness.js';
+
+/**
+ * An operator's route a role adds to its internal listener (the acquirer's fault switch): the
+ * request body as text in, a status and a JSON body out.
+ */
+export interface InternalRoute {
+  method: 'GET' | 'PUT';
+  path: string;
+  handle: (body: string) => Promise<{ status: number; body: unknown }>;
+}
 
 export interface InternalServer {
   port: number;
@@ -16,7 +26,12 @@ export interface InternalServer {
  * dependency errors describe the deployment. A bare node:http server: nothing else runs on it.
  */
 export async function startInternalServer(
-  options: { host: string; port: number; readiness: () => Promise<ReadinessReport> },
+  options: {
+    host: string;
+    port: number;
+    readiness: () => Promise<ReadinessReport>;
+    routes?: readonly InternalRoute[];
+  },
   logger: Logger,
 ): Promise<InternalServer> {
   const fail = (res: ServerResponse, what: string) => (error: unknown) => {
@@ -25,7 +40,10 @@ export async function startInternalServer(
   };
   const server = createServer((req, res) => {
     const path = req.url?.split('?')[0];
-    if (req.method !== 'GET') {
+    const route = options.routes?.find((r) => r.method === req.method && r.path === path);
+    if (route) {
+      serveRoute(route, req, res, fail(res, `${route.method} ${route.path}`));
+    } else if (req.method !== 'GET') {
       res
         .writeHead(405, { 'content-type': 'text/plain', allow: 'GET' })
         .end('method not allowed\n');
@@ -56,4 +74,19 @@ export async function startInternalServer(
   const port = await listen(server, options.port, options.host);
   logger.info({ host: options.host, port }, 'internal listener ready');
   return { port, close: () => closeServer(server) };
+}
+
+function serveRoute(
+  route: InternalRoute,
+  req: IncomingMessage,
+  res: ServerResponse,
+  fail: (error: unknown) => void,
+): void {
+  const chunks: Buffer[] = [];
+  req.on('data', (chunk: Buffer) => chunks.push(chunk));
+  req.on('end', () => {
+    route.handle(Buffer.concat(chunks).toString('utf8')).then(({ status, body }) => {
+      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    }, fail);
+  });
 }

@@ -2,10 +2,12 @@ import {
   classifyAcquirerFailure,
   inAcquirerSpan,
   type RefundAcquirer,
+  type RefundResult,
   refundIdempotencyKey,
 } from '../acquirer/acquirer.js';
 import type { JobLetter } from '../jobs/dead-letter-job.js';
-import type { AttemptAnswer } from '../jobs/job-worker.js';
+import type { AttemptAnswer, InquiryAnswer } from '../jobs/job-worker.js';
+import { settlementMetrics } from '../settlement/settlement-metrics.js';
 import { toKafkaRecord } from '../outbox/cloud-event.js';
 import { refundEventId } from '../outbox/refund-event-id.js';
 import type { ClaimedRefundJob, RefundFinal } from './refund-job-repository.js';
@@ -38,14 +40,44 @@ export async function callRefund(
       ),
     );
     refundMetrics.attempts.inc({ result: answer.outcome });
-    const final: RefundFinal =
-      answer.outcome === 'approved'
-        ? { status: 'succeeded' }
-        : { status: 'failed', failureCode: answer.code };
-    return { kind: 'final', final };
+    return { kind: 'final', final: finalOf(answer) };
   } catch (error) {
     const failure = classifyAcquirerFailure(error);
     refundMetrics.attempts.inc({ result: failure.errorClass });
+    return { kind: 'failure', failure };
+  }
+}
+
+function finalOf(answer: RefundResult): RefundFinal {
+  return answer.outcome === 'approved'
+    ? { status: 'succeeded' }
+    : { status: 'failed', failureCode: answer.code };
+}
+
+/**
+ * After a refund call whose outcome is unknown: asks the acquirer's books about the refund's key
+ * (DESIGN 106). Found: its own answer completes the refund; not found: never refunded, safe to
+ * send. Never rejects.
+ */
+export async function inquireRefund(
+  inquire: NonNullable<RefundAcquirer['inquireRefund']>,
+  job: ClaimedRefundJob,
+  timeoutMs: number,
+): Promise<InquiryAnswer<RefundFinal>> {
+  const { refund } = job;
+  try {
+    const attributes = { 'refund.id': refund.id, 'refund.attempt': job.attempts };
+    const found = await inAcquirerSpan('acquirer refund inquiry', attributes, async () => {
+      const answer = await inquire(refundIdempotencyKey(refund.id), AbortSignal.timeout(timeoutMs));
+      return answer ?? { outcome: 'not_found' as const };
+    });
+    const result = found.outcome === 'not_found' ? 'not_found' : 'found';
+    settlementMetrics.inquiries.inc({ kind: 'refund', result });
+    if (found.outcome === 'not_found') return { kind: 'not_found' };
+    return { kind: 'found', final: finalOf(found) };
+  } catch (error) {
+    const failure = classifyAcquirerFailure(error);
+    settlementMetrics.inquiries.inc({ kind: 'refund', result: failure.errorClass });
     return { kind: 'failure', failure };
   }
 }

@@ -1,5 +1,6 @@
 import type { RefundAcquirer } from '../acquirer/acquirer.js';
 import type { DeadLetterOutbox } from '../jobs/dead-letter-job.js';
+import type { CallGate } from '../jobs/job-gate.js';
 import { REFUND_JOBS } from '../jobs/job-table.js';
 import {
   createJobWorker,
@@ -13,7 +14,7 @@ import type { Pool } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
 import type { OutageLog } from '../platform/outage-log.js';
 import { settlementMetrics } from '../settlement/settlement-metrics.js';
-import { callRefund, refundLetter } from './refund-job.js';
+import { callRefund, inquireRefund, refundLetter } from './refund-job.js';
 import {
   claimDueRefundJobs,
   completeRefund,
@@ -29,6 +30,7 @@ export type RefundJobSettings = Pick<
   | 'REFUND_MAX_ATTEMPTS'
   | 'REFUND_BACKOFF_BASE_MS'
   | 'REFUND_BACKOFF_CAP_MS'
+  | 'REFUND_RETRY_WINDOW_SECONDS'
   | 'REFUND_LEASE_MS'
   | 'REFUND_CONCURRENCY'
   | 'REFUND_POLL_MS'
@@ -43,6 +45,7 @@ function refundJobPolicy(config: RefundJobSettings): JobPolicy {
     maxAttempts: config.REFUND_MAX_ATTEMPTS,
     backoffBaseMs: config.REFUND_BACKOFF_BASE_MS,
     backoffCapMs: config.REFUND_BACKOFF_CAP_MS,
+    retryWindowMs: config.REFUND_RETRY_WINDOW_SECONDS * 1_000,
     leaseMs: config.REFUND_LEASE_MS,
     concurrency: config.REFUND_CONCURRENCY,
     pollMs: config.REFUND_POLL_MS,
@@ -59,6 +62,8 @@ export interface RefundWorkerDeps {
   config: RefundJobSettings;
   /** The process's one log of Postgres outages (see WorkerDeps); a new one when absent. */
   postgresOutage?: OutageLog;
+  /** The acquirer's circuit breaker (DESIGN 107), shared with the charges' worker. */
+  gate?: CallGate;
   /** Fault injection for tests: runs after the acquirer answered, before the database commit. */
   afterRefund?: (job: ClaimedRefundJob) => Promise<void>;
   random?: () => number;
@@ -85,10 +90,17 @@ function toRefundOutcome({ result, final }: JobOutcome<ClaimedRefundJob, RefundF
  */
 export function createRefundWorker(deps: RefundWorkerDeps) {
   const { config } = deps;
+  const inquire = deps.acquirer.inquireRefund?.bind(deps.acquirer);
   const handler: JobHandler<ClaimedRefundJob, RefundFinal> = {
     jobs: REFUND_JOBS,
     claim: claimDueRefundJobs,
     attempt: (job) => callRefund(deps.acquirer, job, config.ACQUIRER_TIMEOUT_MS),
+    ...(inquire
+      ? {
+          inquire: (job: ClaimedRefundJob) =>
+            inquireRefund(inquire, job, config.ACQUIRER_TIMEOUT_MS),
+        }
+      : {}),
     complete: (job, final) =>
       completeRefund(
         deps.pool,

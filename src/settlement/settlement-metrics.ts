@@ -20,6 +20,12 @@ export const settlementMetrics = {
     labelNames: ['result'] as const,
     registers: [metricsRegistry],
   }),
+  inquiries: new Counter({
+    name: 'acquirer_inquiries_total',
+    help: 'Status inquiries at the acquirer after an unknown outcome, by kind (charge, refund) and result (found, not_found, or the error class)',
+    labelNames: ['kind', 'result'] as const,
+    registers: [metricsRegistry],
+  }),
   retried: new Counter({
     name: 'settlement_retries_scheduled_total',
     help: 'Transient failures scheduled for another attempt',

@@ -1,6 +1,7 @@
 import type { Acquirer } from '../acquirer/acquirer.js';
 import type { DeadLetterReason } from '../jobs/dead-letter.js';
 import type { DeadLetterOutbox } from '../jobs/dead-letter-job.js';
+import type { CallGate } from '../jobs/job-gate.js';
 import { SETTLEMENT_JOBS } from '../jobs/job-table.js';
 import {
   createJobWorker,
@@ -14,7 +15,7 @@ import type { Pool } from '../platform/db.js';
 import type { ConsumedRecord } from '../platform/kafka.js';
 import type { Logger } from '../platform/logger.js';
 import type { OutageLog } from '../platform/outage-log.js';
-import { callAcquirer } from './call-acquirer.js';
+import { callAcquirer, inquireCharge } from './call-acquirer.js';
 import { createCompletionBatcher } from './completion-batcher.js';
 import { deadLetterPoison } from './poison-dead-letter.js';
 import { settlementMetrics } from './settlement-metrics.js';
@@ -36,6 +37,7 @@ export type SettlementJobSettings = Pick<
   | 'SETTLEMENT_MAX_ATTEMPTS'
   | 'SETTLEMENT_BACKOFF_BASE_MS'
   | 'SETTLEMENT_BACKOFF_CAP_MS'
+  | 'SETTLEMENT_RETRY_WINDOW_SECONDS'
   | 'SETTLEMENT_LEASE_MS'
   | 'SETTLEMENT_CONCURRENCY'
   | 'SETTLEMENT_POLL_MS'
@@ -50,6 +52,7 @@ function settlementJobPolicy(config: SettlementJobSettings): JobPolicy {
     maxAttempts: config.SETTLEMENT_MAX_ATTEMPTS,
     backoffBaseMs: config.SETTLEMENT_BACKOFF_BASE_MS,
     backoffCapMs: config.SETTLEMENT_BACKOFF_CAP_MS,
+    retryWindowMs: config.SETTLEMENT_RETRY_WINDOW_SECONDS * 1_000,
     leaseMs: config.SETTLEMENT_LEASE_MS,
     concurrency: config.SETTLEMENT_CONCURRENCY,
     pollMs: config.SETTLEMENT_POLL_MS,
@@ -72,6 +75,8 @@ export interface WorkerDeps {
    * costs one set of lines); a new one when absent.
    */
   postgresOutage?: OutageLog;
+  /** The acquirer's circuit breaker (DESIGN 107), shared with the refund worker. */
+  gate?: CallGate;
   /** Fault injection for tests: runs after the acquirer answered, before the database commit. */
   afterCharge?: (job: SettlementJob) => Promise<void>;
   random?: () => number;
@@ -100,10 +105,14 @@ export function createSettlementWorker(deps: WorkerDeps) {
   const complete = createCompletionBatcher((completions) =>
     completePayments(deps.pool, completions, config.KAFKA_TOPIC_PAYMENTS, new Date()),
   );
+  const inquire = deps.acquirer.inquireCharge?.bind(deps.acquirer);
   const handler: JobHandler<SettlementJob, FinalStatus> = {
     jobs: SETTLEMENT_JOBS,
     claim: claimDueJobs,
     attempt: (job) => callAcquirer(deps.acquirer, job, config.ACQUIRER_TIMEOUT_MS),
+    ...(inquire
+      ? { inquire: (job: SettlementJob) => inquireCharge(inquire, job, config.ACQUIRER_TIMEOUT_MS) }
+      : {}),
     complete: (job, final) => complete({ ...job, final, trace: currentTraceContext() }),
     letter: (job) => ({ eventId: job.eventId, record: job.record }),
     inSpan: (job, work) => inSettleSpan(job, work),

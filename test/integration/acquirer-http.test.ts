@@ -3,6 +3,7 @@ import type { Server } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AcquirerTransientError, classifyAcquirerFailure } from '../../src/acquirer/acquirer.js';
+import { createAcquirerFaults, NO_FAULT } from '../../src/acquirer/acquirer-faults.js';
 import { createAcquirerServer } from '../../src/acquirer/acquirer-http-server.js';
 import { createAcquirerSimulator } from '../../src/acquirer/acquirer-simulator.js';
 import { createHttpAcquirer } from '../../src/acquirer/http-acquirer.js';
@@ -19,6 +20,7 @@ import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 let db: TestDatabase;
 let server: Server;
 let acquirer: ReturnType<typeof createHttpAcquirer>;
+const faults = createAcquirerFaults();
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -30,6 +32,7 @@ beforeAll(async () => {
       timeoutTokenDelayMs: 5_000,
     }),
     refunds: createRefundSimulator(pool),
+    faults,
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -91,11 +94,98 @@ describe('acquirer over HTTP', () => {
     expect(classifyAcquirerFailure(failure).errorClass).toBe('acquirer_timeout');
   });
 
-  it('when nothing listens at the address, then the call fails as transient', async () => {
+  it('when nothing listens at the address, then the call fails as transient and not sent', async () => {
     const nowhere = createHttpAcquirer('http://127.0.0.1:1');
     const failure = await nowhere
       .charge(charge('tok_visa'), noTimeout())
       .catch((error: unknown) => error);
-    expect(classifyAcquirerFailure(failure).errorClass).toBe('acquirer_unavailable');
+    expect(classifyAcquirerFailure(failure)).toMatchObject({
+      errorClass: 'acquirer_unavailable',
+      delivery: 'not_sent',
+    });
+  });
+
+  it('when the simulator answers a retryable error, then it is an answer, not an unknown outcome', async () => {
+    const failure = await acquirer
+      .charge(charge('tok_transient_1'), noTimeout())
+      .catch((error: unknown) => error);
+    expect(classifyAcquirerFailure(failure).delivery).toBeUndefined();
+  });
+});
+
+describe('acquirer over HTTP: inquiries and faults (issue 36)', () => {
+  const failureOf = (call: Promise<unknown>) =>
+    call.then(
+      () => {
+        throw new Error('the call succeeded');
+      },
+      (error: unknown) => error,
+    );
+
+  it('when a charged key and an unknown key are inquired about, then the books answer the charge and "not found"', async () => {
+    const request = charge('tok_visa');
+    const answer = await acquirer.charge(request, noTimeout());
+    expect(await acquirer.inquireCharge(request.idempotencyKey, noTimeout())).toEqual(answer);
+    expect(await acquirer.inquireCharge(`charge_${randomUUID()}`, noTimeout())).toBeNull();
+    expect(await acquirer.inquireRefund(`refund_${randomUUID()}`, noTimeout())).toBeNull();
+  });
+
+  it('when the acquirer answers 503 before processing, then the call was not sent, its Retry-After is kept, and nothing is charged', async () => {
+    faults.set({ ...NO_FAULT, mode: 'unavailable', retry_after_seconds: 3 });
+    try {
+      const request = charge('tok_visa');
+      const failure = await failureOf(acquirer.charge(request, noTimeout()));
+      expect(failure).toMatchObject({ delivery: 'not_sent', retryAfterMs: 3_000 });
+      expect(classifyAcquirerFailure(failure)).toMatchObject({
+        delivery: 'not_sent',
+        notBeforeMs: 3_000,
+      });
+      expect(await charges(request.idempotencyKey)).toEqual([]);
+    } finally {
+      faults.set(NO_FAULT);
+    }
+  });
+
+  it('when the answer is dropped after the charge, then the caller sees an unknown outcome and the inquiry finds the charge', async () => {
+    faults.set({ ...NO_FAULT, mode: 'drop' });
+    const request = charge('tok_visa');
+    try {
+      const failure = await failureOf(acquirer.charge(request, noTimeout()));
+      expect(classifyAcquirerFailure(failure).delivery).toBe('unknown');
+      expect(await acquirer.inquireCharge(request.idempotencyKey, noTimeout())).toMatchObject({
+        outcome: 'approved',
+      });
+    } finally {
+      faults.set(NO_FAULT);
+    }
+    expect(await charges(request.idempotencyKey)).toEqual(['approved']);
+  });
+
+  it('when the acquirer hangs, then the timeout leaves the outcome unknown and nothing is charged', async () => {
+    faults.set({ ...NO_FAULT, mode: 'hang' });
+    const request = charge('tok_visa');
+    try {
+      const failure = await failureOf(acquirer.charge(request, AbortSignal.timeout(200)));
+      expect(classifyAcquirerFailure(failure)).toMatchObject({
+        errorClass: 'acquirer_timeout',
+        delivery: 'unknown',
+      });
+    } finally {
+      faults.set(NO_FAULT);
+    }
+    expect(await charges(request.idempotencyKey)).toEqual([]);
+  });
+
+  it('when the acquirer is slow, then the call waits the latency and is answered', async () => {
+    faults.set({ ...NO_FAULT, mode: 'slow', latency_ms: 300 });
+    try {
+      const started = Date.now();
+      await expect(acquirer.charge(charge('tok_visa'), noTimeout())).resolves.toMatchObject({
+        outcome: 'approved',
+      });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(290);
+    } finally {
+      faults.set(NO_FAULT);
+    }
   });
 });

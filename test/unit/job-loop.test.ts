@@ -87,5 +87,8 @@ function job(id: string): ClaimedJob {
     exhausted: false,
     lastFailure: null,
     firstFailureAt: null,
+    needsInquiry: false,
+    lastInquiry: null,
+    notSent: 0,
   };
 }

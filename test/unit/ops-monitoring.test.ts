@@ -10,6 +10,7 @@ import '../../src/jobs/lease-lost.js';
 import '../../src/platform/readiness-metrics.js';
 import '../../src/refunds/refund-metrics.js';
 import '../../src/settlement/settlement-metrics.js';
+import '../../src/acquirer/acquirer-breaker.js';
 import '../../src/webhooks/webhook-metrics.js';
 import '../../src/apps/webhooks/webhook-endpoint-metrics.js';
 import { metricsRegistry } from '../../src/platform/metrics.js';
@@ -96,6 +97,7 @@ describe('ops/prometheus alert rules', () => {
       'ApiShedding',
       'SettlementBacklogHigh',
       'RefundBacklogHigh',
+      'AcquirerBreakerOpen',
       'DependencyDown',
       'WebhookDeliveryLag',
       'WebhookDeliveriesFailing',

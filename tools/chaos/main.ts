@@ -189,6 +189,12 @@ async function main(): Promise<number> {
           ? {
               KAFKA_REQUEST_TIMEOUT_MS: String(SETTLEMENT_KAFKA_REQUEST_TIMEOUT_MS),
               ACQUIRER_URL: `http://127.0.0.1:${String(acquirerPort)}`,
+              // The dead-letter fault needs tok_unavailable to exhaust within seconds: the
+              // attempt guard and backoff of before issue 36, not its day-long window.
+              SETTLEMENT_MAX_ATTEMPTS: process.env.SETTLEMENT_MAX_ATTEMPTS ?? '5',
+              REFUND_MAX_ATTEMPTS: String(refundMaxAttempts()),
+              SETTLEMENT_BACKOFF_CAP_MS: '30000',
+              REFUND_BACKOFF_CAP_MS: '30000',
             }
           : {}),
       });

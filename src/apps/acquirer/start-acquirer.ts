@@ -1,7 +1,16 @@
+import type { Server } from 'node:http';
+import {
+  createAcquirerFaults,
+  faultRequest,
+  type AcquirerFault,
+  type AcquirerFaults,
+} from '../../acquirer/acquirer-faults.js';
 import { createAcquirerServer } from '../../acquirer/acquirer-http-server.js';
 import { createAcquirerSimulator } from '../../acquirer/acquirer-simulator.js';
 import { createRefundSimulator } from '../../acquirer/refund-simulator.js';
 import { closeServer, listen } from '../../platform/http-listen.js';
+import type { InternalRoute } from '../../platform/internal-server.js';
+import type { Logger } from '../../platform/logger.js';
 import type { Platform } from '../../platform/platform.js';
 import { checkReadiness } from '../../platform/readiness.js';
 import type { RunningRole } from '../running-role.js';
@@ -11,11 +20,15 @@ import type { RunningRole } from '../running-role.js';
  * over HTTP (acquirer-http-server.ts) the way a real acquirer is, with its own books on its
  * own login. Settlement and the refund worker call it when ACQUIRER_URL is set. It listens on
  * ACQUIRER_HOST:ACQUIRER_PORT; /healthz and /readyz (its database) are served there too.
- * On close the listener stops accepting and the calls in flight finish.
+ * Its faults (acquirer-faults.ts, issue 36) are set with `PUT /acquirer/fault` on the process's
+ * internal listener and read with `GET /acquirer/fault`; `down` closes the listener and opens it
+ * again on the same port when the fault ends. On close the listener stops accepting and the
+ * calls in flight finish.
  */
 export async function startAcquirer(platform: Platform): Promise<RunningRole & { port: number }> {
   const { config, pool } = platform;
   const logger = platform.logger.child({ role: 'acquirer' });
+  const faults = createAcquirerFaults();
   const server = createAcquirerServer({
     charges: createAcquirerSimulator(pool, {
       latencyMs: config.ACQUIRER_SIM_LATENCY_MS,
@@ -25,14 +38,80 @@ export async function startAcquirer(platform: Platform): Promise<RunningRole & {
     }),
     refunds: createRefundSimulator(pool),
     readiness: () => checkReadiness(platform.checks, config.READINESS_TIMEOUT_MS),
+    faults,
   });
   // Settlement's keep-alive agent reuses connections: keep them open longer than its idle gap.
   server.keepAliveTimeout = 30_000;
   const port = await listen(server, config.ACQUIRER_PORT, config.ACQUIRER_HOST);
   logger.info({ host: config.ACQUIRER_HOST, port }, 'acquirer ready');
+  const listening = followDownFault(server, faults, logger, () =>
+    listen(server, port, config.ACQUIRER_HOST),
+  );
   return {
     name: 'acquirer',
     port,
-    close: () => closeServer(server),
+    internalRoutes: faultRoutes(faults),
+    close: async () => {
+      faults.close();
+      if (await listening()) await closeServer(server);
+    },
   };
+}
+
+/**
+ * `down` closes the listener and drops every connection (refused from then on); leaving it
+ * listens again on the same port. Returns whether the server is listening now (for close).
+ */
+function followDownFault(
+  server: Server,
+  faults: AcquirerFaults,
+  logger: Logger,
+  relisten: () => Promise<number>,
+): () => Promise<boolean> {
+  let change: Promise<void> = Promise.resolve();
+  let down = false;
+  faults.onChange((fault) => {
+    logger.warn({ fault }, 'acquirer fault set');
+    const wantDown = fault.mode === 'down';
+    change = change.then(async () => {
+      if (wantDown === down) return;
+      down = wantDown;
+      if (wantDown) {
+        server.close();
+        server.closeAllConnections();
+      } else {
+        await relisten().catch((error: unknown) => {
+          logger.error({ err: error }, 'acquirer could not listen again');
+        });
+      }
+    });
+  });
+  return async () => {
+    await change;
+    return !down;
+  };
+}
+
+function faultRoutes(faults: AcquirerFaults): InternalRoute[] {
+  return [
+    {
+      method: 'GET',
+      path: '/acquirer/fault',
+      handle: () => Promise.resolve({ status: 200, body: faults.current() }),
+    },
+    {
+      method: 'PUT',
+      path: '/acquirer/fault',
+      handle: (text) => {
+        let fault: AcquirerFault;
+        try {
+          fault = faultRequest.parse(JSON.parse(text));
+        } catch (error) {
+          return Promise.resolve({ status: 400, body: { error: String(error) } });
+        }
+        faults.set(fault);
+        return Promise.resolve({ status: 200, body: fault });
+      },
+    },
+  ];
 }

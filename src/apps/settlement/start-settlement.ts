@@ -1,3 +1,4 @@
+import { createAcquirerBreaker } from '../../acquirer/acquirer-breaker.js';
 import { createAcquirerSimulator } from '../../acquirer/acquirer-simulator.js';
 import type { Acquirer, RefundAcquirer } from '../../acquirer/acquirer.js';
 import { createHttpAcquirer } from '../../acquirer/http-acquirer.js';
@@ -81,6 +82,17 @@ export function startSettlement(
     });
   // One log of Postgres outages for both workers: an outage costs one set of lines.
   const postgresOutage = createOutageLog('postgres', logger, config.OUTAGE_LOG_INTERVAL_MS);
+  // An acquirer across the network gets a circuit breaker, one per process, shared by both
+  // workers (DESIGN 107): while it is open neither claims, and the backlog waits in Postgres.
+  const gate =
+    options.acquirer === undefined && remote !== undefined
+      ? createAcquirerBreaker({
+          failureThreshold: config.ACQUIRER_BREAKER_FAILURES,
+          openMs: config.ACQUIRER_BREAKER_OPEN_MS,
+          logger,
+          outageLogIntervalMs: config.OUTAGE_LOG_INTERVAL_MS,
+        })
+      : undefined;
   const worker = createSettlementWorker({
     pool,
     postgresOutage,
@@ -88,6 +100,7 @@ export function startSettlement(
     deadLetters: { topic: config.KAFKA_TOPIC_DLQ, wake: deadLetters.wake },
     logger,
     config,
+    ...(gate ? { gate } : {}),
     ...(options.afterCharge ? { afterCharge: options.afterCharge } : {}),
   });
   // Refund jobs are written by the API with each refund; this worker beside the charges' one
@@ -99,6 +112,7 @@ export function startSettlement(
     deadLetters: { topic: config.KAFKA_TOPIC_DLQ, wake: deadLetters.wake },
     logger,
     config,
+    ...(gate && options.refundAcquirer === undefined ? { gate } : {}),
     ...(options.afterRefund ? { afterRefund: options.afterRefund } : {}),
   });
   const handle = createSettlementHandler({

@@ -1,0 +1,176 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createAcquirerFaults,
+  NO_FAULT,
+  type AcquirerFault,
+} from '../../src/acquirer/acquirer-faults.js';
+import { createAcquirerServer } from '../../src/acquirer/acquirer-http-server.js';
+import { createAcquirerSimulator } from '../../src/acquirer/acquirer-simulator.js';
+import { createHttpAcquirer } from '../../src/acquirer/http-acquirer.js';
+import { createRefundSimulator } from '../../src/acquirer/refund-simulator.js';
+import { DLQ_HEADERS } from '../../src/jobs/dead-letter.js';
+import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
+import {
+  createSettlementHarness,
+  eventually,
+  readTopic,
+  settled,
+  settlementFacts,
+  type SettlementHarness,
+} from '../support/settlement-harness.js';
+
+/**
+ * The job engine's three kinds of acquirer failure (issue 36, DESIGN 106), with settlement
+ * calling a real HTTP acquirer server (its faults set in the test) and no breaker, so each rule
+ * is seen on its own: a call not sent is not an attempt; an unknown outcome is followed by an
+ * inquiry, not a second charge; the budget of a retryable answer is the retry window, and the
+ * dead letter says what the last inquiry answered.
+ */
+
+let db: TestDatabase;
+let server: Server;
+let acquirerUrl: string;
+let harness: SettlementHarness | undefined;
+const faults = createAcquirerFaults();
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  const pool = db.login('acquirer');
+  server = createAcquirerServer({
+    charges: createAcquirerSimulator(pool, {
+      latencyMs: 0,
+      transientFailureRate: 0,
+      timeoutTokenDelayMs: 5_000,
+    }),
+    refunds: createRefundSimulator(pool),
+    faults,
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  acquirerUrl = `http://127.0.0.1:${String((server.address() as AddressInfo).port)}`;
+});
+afterEach(async () => {
+  faults.set(NO_FAULT);
+  await harness?.close();
+  harness = undefined;
+});
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+  await db.drop();
+});
+
+const fault = (mode: AcquirerFault['mode']) => {
+  faults.set({ ...NO_FAULT, mode });
+};
+
+async function job(paymentId: string) {
+  const { rows } = await db.pool.query<{
+    state: string;
+    attempts: number;
+    not_sent: number;
+    needs_inquiry: boolean;
+    last_error_class: string | null;
+  }>(
+    `SELECT state, attempts, not_sent, needs_inquiry, last_error_class
+       FROM settlement_jobs WHERE payment_id = $1`,
+    [paymentId],
+  );
+  return rows[0];
+}
+
+/** A settlement instance (1 partition) calling `url` over HTTP, with `overrides`. */
+async function settlementCalling(url: string, overrides: Record<string, string> = {}) {
+  harness = await createSettlementHarness(db, overrides, 1);
+  await harness.start({ acquirer: createHttpAcquirer(url) });
+  return harness;
+}
+
+async function paymentOf(h: SettlementHarness, source = 'tok_visa'): Promise<string> {
+  const id = await h.createPayment(source);
+  await h.produce([await h.createdRecord(id)]);
+  return id;
+}
+
+describe('acquirer failures by kind', () => {
+  it('when every call is refused (nothing listens), then none is an attempt: the job stays pending with its attempts given back, however many times it tries', async () => {
+    const h = await settlementCalling('http://127.0.0.1:1', { SETTLEMENT_MAX_ATTEMPTS: '2' });
+    const id = await paymentOf(h);
+    const waiting = await eventually('ten refused calls', async () => {
+      const row = await job(id);
+      return row && row.not_sent >= 10 ? row : undefined;
+    });
+    expect(waiting).toMatchObject({
+      state: 'pending',
+      attempts: 0,
+      last_error_class: 'acquirer_unavailable',
+    });
+    expect(await settlementFacts(db, id)).toMatchObject({ status: 'processing', calls: 0 });
+  });
+
+  it('when the acquirer answers 503 before processing, then it is not an attempt, and the payment settles once it accepts calls', async () => {
+    const h = await settlementCalling(acquirerUrl, { SETTLEMENT_MAX_ATTEMPTS: '2' });
+    fault('unavailable');
+    const id = await paymentOf(h);
+    await eventually('five refusals', async () => {
+      const row = await job(id);
+      return row && row.not_sent >= 5 ? row : undefined;
+    });
+    expect(await job(id)).toMatchObject({ state: 'pending', attempts: 0 });
+    fault('none');
+    expect(await settled(db, id)).toMatchObject({ calls: 1, approved_charges: 1 });
+  });
+
+  it('when the answer is dropped after the charge, then the next step is an inquiry: the payment settles from the books without a second call', async () => {
+    const h = await settlementCalling(acquirerUrl, { SETTLEMENT_BACKOFF_BASE_MS: '500' });
+    fault('drop');
+    const id = await paymentOf(h);
+    await eventually('the charge dropped, an inquiry due', async () => {
+      const row = await job(id);
+      return row?.needs_inquiry ? row : undefined;
+    });
+    fault('none');
+    const facts = await settled(db, id);
+    expect(facts).toMatchObject({ calls: 1, replayed_calls: 0, approved_charges: 1 });
+    expect(facts.result_events).toBe(1);
+  });
+
+  it('when the acquirer keeps answering a retryable error, then the job is retried for the retry window (not a count), then dead-lettered', async () => {
+    const h = await settlementCalling(acquirerUrl, {
+      SETTLEMENT_MAX_ATTEMPTS: '1000',
+      SETTLEMENT_RETRY_WINDOW_SECONDS: '2',
+    });
+    const id = await paymentOf(h, 'tok_unavailable');
+    const dead = await eventually('dead after the window', async () => {
+      const row = await job(id);
+      return row?.state === 'dead' ? row : undefined;
+    });
+    expect(dead.attempts).toBeGreaterThan(5);
+    const letters = await readTopic(h.platform.kafka, h.config.KAFKA_TOPIC_DLQ, 1);
+    expect(letters[0]?.headers).toMatchObject({
+      [DLQ_HEADERS.errorClass]: 'acquirer_unavailable',
+      [DLQ_HEADERS.attempts]: String(dead.attempts),
+      [DLQ_HEADERS.lastInquiry]: 'none',
+      [DLQ_HEADERS.notSent]: '0',
+    });
+  });
+
+  it('when the outcome stays unknown past the window, then the acquirer is asked before the dead letter, and the letter carries its "not found"', async () => {
+    const h = await settlementCalling(acquirerUrl, {
+      SETTLEMENT_MAX_ATTEMPTS: '1000',
+      SETTLEMENT_RETRY_WINDOW_SECONDS: '1',
+    });
+    const id = await paymentOf(h, 'tok_timeout');
+    await eventually('dead after the window', async () => {
+      const row = await job(id);
+      return row?.state === 'dead' ? row : undefined;
+    });
+    const letters = await readTopic(h.platform.kafka, h.config.KAFKA_TOPIC_DLQ, 1);
+    expect(letters[0]?.headers).toMatchObject({
+      [DLQ_HEADERS.errorClass]: 'acquirer_timeout',
+      [DLQ_HEADERS.lastInquiry]: 'not_found',
+    });
+    expect(await settlementFacts(db, id)).toMatchObject({ status: 'processing', charges: 0 });
+  });
+});
