@@ -42,7 +42,11 @@ function start(command: string[], env: NodeJS.ProcessEnv): ChildProcess {
 }
 
 function exited(child: ChildProcess): Promise<number> {
-  return new Promise((resolve) => child.on('close', (code) => { resolve(code ?? -1); }));
+  return new Promise((resolve) =>
+    child.on('close', (code) => {
+      resolve(code ?? -1);
+    }),
+  );
 }
 
 async function endpointCpuMs(port: number): Promise<number> {
@@ -51,7 +55,9 @@ async function endpointCpuMs(port: number): Promise<number> {
       .get({ host: '127.0.0.1', port, path: '/cpu', agent: false }, (res) => {
         let text = '';
         res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-        res.on('end', () => { resolve(text); });
+        res.on('end', () => {
+          resolve(text);
+        });
       })
       .on('error', reject);
   });
