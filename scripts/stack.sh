@@ -170,9 +170,11 @@ install_packages() {
     printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy" && own_policy=1
     trap 'rm -f /usr/sbin/policy-rc.d' EXIT
   fi
-  local rc=0
-  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-      --no-install-recommends "${missing[@]}"; } >"$apt_log" 2>&1 || rc=$?
+  # Lock timeout: on a fresh machine another apt-get (a boot-time update, prepare.sh) may hold
+  # the dpkg lock for a while; without it apt-get fails at once.
+  local rc=0 lock=(-o DPkg::Lock::Timeout=300)
+  { apt-get "${lock[@]}" update -q && DEBIAN_FRONTEND=noninteractive apt-get "${lock[@]}" install \
+      -y -q --no-install-recommends "${missing[@]}"; } >"$apt_log" 2>&1 || rc=$?
   if ((own_policy)); then rm -f "$policy"; trap - EXIT; fi
   if ((rc != 0)); then tail_logs "$apt_log"; die "apt-get failed"; fi
 

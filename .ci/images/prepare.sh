@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # CI only: makes a fresh Debian 12 machine (as root) able to run docker-compose.yml and the suite's
 # container mode although it cannot pull any image. Idempotent and non-interactive:
-#   1. apt-get installs docker.io, debootstrap (and maven) when missing;
+#   1. apt-get installs the Debian package of each program it runs when that program is missing
+#      (dockerd: docker.io, debootstrap, mvn: maven, ...), and a Go toolchain from the Go module
+#      proxy when Compose must be built and no Go >= 1.21 is installed;
 #   2. starts dockerd --storage-driver=vfs in the background when `docker info` does not answer;
 #   3. builds Docker Compose v2 from the Go module proxy when `docker compose` is missing
 #      (in the background, while the images build);
@@ -45,13 +47,53 @@ tail_log() { [[ -f $1 ]] && tail -n 40 "$1" | sed 's/^/    /' >&2 || true; }
 mkdir -p "$CACHE" "$LOGS"
 
 # ------------------------------------------------------------------ 1. packages
+# Each program this script runs, with the Debian package that provides it. Checked by the program,
+# not by a neighbour: this kind of machine ships a docker CLI (/usr/local/bin/docker) without an
+# engine, so `docker` being there says nothing about dockerd. dockerd runs containerd and runc and
+# programs iptables (without them it exits at once); the others come with essential packages on
+# Debian, checked anyway so that a missing one is installed up front, not met half-way.
+PROGRAMS=(
+  dockerd:docker.io docker:docker.io containerd:containerd runc:runc iptables:iptables
+  debootstrap:debootstrap mvn:maven
+  setsid:util-linux timeout:coreutils sha256sum:coreutils tar:tar awk:mawk xargs:findutils
+)
+COMPOSE_PLUGIN=/usr/local/lib/docker/cli-plugins/docker-compose
+# Compose v2.29.7's go.mod says go 1.21.0; Debian 12's golang-go is 1.19, too old. So Go is the
+# machine's (/usr/local/go on this kind of machine), else this toolchain, which the Go module proxy
+# serves as the module golang.org/toolchain (as `go` itself fetches it for GOTOOLCHAIN).
+GO_MIN_MINOR=21
+GO_TOOLCHAIN=go1.22.12
+GO_CACHED="$CACHE/go-$GO_TOOLCHAIN/bin/go"
+GO=
+
+compose_present() { [[ -x $COMPOSE_PLUGIN ]] || timeout 10 docker compose version >/dev/null 2>&1; }
+
+# Sets GO to the first Go >= 1.$GO_MIN_MINOR found; false when there is none.
+find_go() {
+  local go v
+  for go in "$(command -v go || true)" /usr/local/go/bin/go "$GO_CACHED"; do
+    [[ -n $go && -x $go ]] || continue
+    v="$("$go" env GOVERSION 2>/dev/null || true)" # go1.22.12
+    [[ $v =~ ^go1\.([0-9]+) ]] && ((BASH_REMATCH[1] >= GO_MIN_MINOR)) || continue
+    GO=$go
+    return 0
+  done
+  return 1
+}
+
 need_packages() {
-  local missing=()
-  command -v docker >/dev/null || missing+=(docker.io)
-  command -v debootstrap >/dev/null || missing+=(debootstrap)
-  command -v mvn >/dev/null || missing+=(maven)
+  local missing=() spec
+  for spec in "${PROGRAMS[@]}"; do
+    command -v "${spec%%:*}" >/dev/null || missing+=("${spec#*:}")
+  done
+  # The Go toolchain's download needs curl and unzip (only when Compose is to be built without Go).
+  if ! compose_present && ! find_go; then
+    command -v curl >/dev/null || missing+=(curl ca-certificates)
+    command -v unzip >/dev/null || missing+=(unzip)
+  fi
+  mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u | sed '/^$/d')
   [[ ${#missing[@]} -eq 0 ]] && {
-    log "packages: docker, debootstrap, mvn present"
+    log "packages: dockerd, debootstrap, mvn and the rest present"
     return 0
   }
   [[ $(id -u) == 0 ]] || die "run as root (to apt-get install ${missing[*]})"
@@ -61,6 +103,40 @@ need_packages() {
   DEBIAN_FRONTEND=noninteractive timeout 1200 apt-get -o DPkg::Lock::Timeout=300 install -y -qq \
     --no-install-recommends "${missing[@]}" >>"$LOGS/apt.log" 2>&1 ||
     { tail_log "$LOGS/apt.log"; die "apt-get install ${missing[*]} failed"; }
+  # A package that installed without bringing its program is named here, not by a later
+  # "command not found" (as `nohup: failed to run command 'dockerd'` was).
+  for spec in "${PROGRAMS[@]}"; do
+    command -v "${spec%%:*}" >/dev/null || die "${spec%%:*} still missing after apt-get install ${spec#*:}"
+  done
+}
+
+# The toolchain module's zip holds golang.org/toolchain@VERSION/{bin,pkg,src,...} without file
+# modes (module zips have none): the executables are made executable again, as `go` does.
+install_go_toolchain() {
+  local proxy url zip dir="$CACHE/go-$GO_TOOLCHAIN" arch
+  arch="$(dpkg --print-architecture)"
+  proxy="$(go_proxy)"
+  url="$proxy/golang.org/toolchain/@v/v0.0.1-$GO_TOOLCHAIN.linux-$arch.zip"
+  zip="$CACHE/go-toolchain.zip"
+  log "compose: no Go >= 1.$GO_MIN_MINOR here; fetching $GO_TOOLCHAIN from $proxy (log: $LOGS/go.log)"
+  timeout 900 curl -fsSL --retry 3 -o "$zip" "$url" >"$LOGS/go.log" 2>&1 ||
+    { tail_log "$LOGS/go.log"; die "download of $url failed"; }
+  rm -rf "$dir" "$CACHE/go.tmp"
+  mkdir -p "$CACHE/go.tmp"
+  unzip -q "$zip" -d "$CACHE/go.tmp" >>"$LOGS/go.log" 2>&1 || { tail_log "$LOGS/go.log"; die "unzip $zip failed"; }
+  mv "$CACHE/go.tmp/golang.org/toolchain@v0.0.1-$GO_TOOLCHAIN.linux-$arch" "$dir"
+  rm -rf "$CACHE/go.tmp" "$zip"
+  chmod +x "$dir"/bin/* "$dir"/pkg/tool/*/*
+  "$GO_CACHED" version >/dev/null || die "$GO_CACHED does not run"
+}
+
+# The first proxy of GOPROXY (as the machine's Go or the environment sets it), else the public one.
+go_proxy() {
+  local p="${GOPROXY:-https://proxy.golang.org}" entry
+  for entry in ${p//[,|]/ }; do
+    [[ $entry == http* ]] && { printf '%s' "${entry%/}"; return 0; }
+  done
+  printf 'https://proxy.golang.org'
 }
 
 # ------------------------------------------------------------------ 2. docker engine
@@ -84,7 +160,6 @@ need_dockerd() {
 }
 
 # ------------------------------------------------------------------ 3. compose v2 (background)
-COMPOSE_PLUGIN=/usr/local/lib/docker/cli-plugins/docker-compose
 compose_pid=
 compose_t0=0
 
@@ -93,10 +168,9 @@ start_compose_build() {
     log "compose: $(timeout 10 docker compose version) present"
     return 0
   fi
-  local go
-  go="$(command -v go || echo /usr/local/go/bin/go)"
-  [[ -x $go ]] || die "docker compose is missing and Go (needed to build it) is not installed"
-  log "compose: building $COMPOSE_VERSION from the Go module proxy in the background (log: $LOGS/compose.log)"
+  find_go || { install_go_toolchain && find_go; } || die "no Go >= 1.$GO_MIN_MINOR to build Compose with"
+  local go=$GO
+  log "compose: building $COMPOSE_VERSION with $("$go" env GOVERSION) from the Go module proxy in the background (log: $LOGS/compose.log)"
   compose_t0=$SECONDS
   # Its own process group, so that a failure elsewhere in this script stops it (trap below).
   (

@@ -1,6 +1,6 @@
+import type { RequestSample } from '../load/http-transport.js';
 import { latencyBound } from './fault-plan.js';
-import type { RequestSample } from './k6-results.js';
-import type { K6Summary } from './k6-results.js';
+import { loadLines, type LoadResult } from './load-results.js';
 import type { LogCounts } from './role-fleet.js';
 import type { FaultWindow } from './run-fault.js';
 import { formatOffset, type TimelineEvent } from './timeline.js';
@@ -32,7 +32,8 @@ export interface ChaosReport {
     failuresByKind: Record<string, number>;
   };
   windows: WindowStats[];
-  k6: { script: string; exitCode: number | null; summary: K6Summary | null }[];
+  /** Each scenario of the load: the driver's exit code and counts. */
+  load: LoadResult[];
   logs: { name: string; starts: number; counts: LogCounts }[];
   /** Lines of a phase's own section (the rolling restart's), printed after the windows. */
   notes?: string[];
@@ -43,7 +44,7 @@ export interface ChaosReport {
 
 const POST = 'POST /payments';
 
-/** Request counts and per-window latency from k6's samples (times relative to `startedAt`). */
+/** Request counts and per-window latency from the load's samples (times relative to startedAt). */
 export function summarizeRequests(
   samples: readonly RequestSample[],
   startedAt: number,
@@ -57,7 +58,7 @@ export function summarizeRequests(
     const kind = failureKind(sample);
     if (kind !== null) failuresByKind[kind] = (failuresByKind[kind] ?? 0) + 1;
   }
-  // k6 stamps a request with its end; a window holds every request in flight during it.
+  // A sample carries the request's end; a window holds every request in flight during it.
   const relative = samples.map((sample) => ({
     ...sample,
     startMs: sample.atMs - startedAt - sample.durationMs,
@@ -77,7 +78,7 @@ export function summarizeRequests(
 
 function failureKind(sample: RequestSample): string | null {
   if (sample.status >= 500) return `${sample.status} ${sample.name}`;
-  if (sample.status === 0) return `no answer (k6 error ${sample.errorCode || '?'}) ${sample.name}`;
+  if (sample.status === 0) return `no answer (error ${sample.error || '?'}) ${sample.name}`;
   return null;
 }
 
@@ -148,20 +149,7 @@ export function formatChaosReport(report: ChaosReport): string {
   }
 
   out.push(...(report.notes ?? []));
-  out.push('', 'Load (k6; 105: stopped by chaos; 99: thresholds crossed, expected under faults)');
-  for (const { script, exitCode, summary } of report.k6) {
-    out.push(`  ${script}: exit ${exitCode ?? 'none'}`);
-    if (!summary) {
-      out.push('    no summary');
-      continue;
-    }
-    const counters = Object.entries(summary.counters).map(([name, n]) => `${name} ${n}`);
-    if (counters.length > 0) out.push(`    ${counters.join(', ')}`);
-    const failed = Object.entries(summary.failedChecks).filter(([, n]) => n > 0);
-    out.push(
-      `    failed checks: ${failed.length === 0 ? 'none' : failed.map(([name, n]) => `"${name}" ${n}`).join(', ')}`,
-    );
-  }
+  out.push(...loadLines(report.load));
 
   out.push('', 'Log lines at warn or above, per process (starts: times started)');
   for (const { name, starts, counts } of report.logs) {

@@ -13,8 +13,15 @@ import {
 } from './chaos-options.js';
 import { formatChaosReport, summarizeRequests, type ChaosReport } from './chaos-report.js';
 import { planFaults, TAIL_SECONDS } from './fault-plan.js';
-import { findK6, startK6, type RunningK6 } from './k6-load.js';
-import { readK6Summary, readRequestSamples } from './k6-results.js';
+import {
+  isRunning,
+  loadResults,
+  readLoadSamples,
+  startChaosLoad,
+  stopLoads,
+  type RunningLoad,
+} from './load-processes.js';
+import { loadFailures, unresolvedRequests } from './load-results.js';
 import { ENTRY_POINTS, repoRoot } from './repo-root.js';
 import { RoleFleet, ROLES, type Role } from './role-fleet.js';
 import { rollingRestartFailures, rollingRestartLines } from './rolling-restart.js';
@@ -40,8 +47,6 @@ import { summarizeWebhooks, webhookFailures, webhookLines } from './webhook-summ
 
 /** Verify judges every payment once the pipeline drained; a few seconds absorb clock skew. */
 const VERIFY_GRACE_SECONDS = 5;
-/** Clients retry this often before giving up on a request: long enough to outlast every fault. */
-const CLIENT_MAX_ATTEMPTS = 40;
 /**
  * The run's relays bound each Kafka request at 2 s (default 10 s), so their lease can be 20 s
  * instead of the default minute: a lease must exceed the longest send (relaySendBoundMs, 15 s at
@@ -72,10 +77,10 @@ async function main(): Promise<number> {
   }
   const options = parsed;
   const root = repoRoot();
-  for (const entry of [ENTRY_POINTS.role('api'), ENTRY_POINTS.verify, ENTRY_POINTS.migrate]) {
+  const entries = ['migrate', 'verify', 'load'] as const;
+  for (const entry of [ENTRY_POINTS.role('api'), ...entries.map((name) => ENTRY_POINTS[name])]) {
     if (!existsSync(path.join(root, entry))) throw new Error(`${entry} missing: npm run build`);
   }
-  const k6 = findK6(root);
   const stack = new StackControl(root);
   const kafkaService: StackService = options.kafka3 ? 'kafka3' : 'kafka';
   await stack.checkRunning(['postgres', 'redis', kafkaService]);
@@ -106,8 +111,8 @@ async function main(): Promise<number> {
     // The API and key are filled in once they exist.
     probe: { db, apiUrl: '', apiKey: '', runId, refundMaxAttempts: refundMaxAttempts() },
   };
-  const k6Runs: RunningK6[] = [];
-  const cleanup = installCleanup(stack, fleet, k6Runs, faultContext);
+  const loads: RunningLoad[] = [];
+  const cleanup = installCleanup(stack, fleet, loads, faultContext);
   active.cleanup = cleanup.run;
 
   const say = (text: string) => process.stdout.write(`chaos: ${text}\n`);
@@ -117,7 +122,7 @@ async function main(): Promise<number> {
   say(
     `stack: ${endpoints.DATABASE_URL.replace(/\/\/[^@]*@/, '//')}, ${endpoints.REDIS_URL}, Kafka ${endpoints.KAFKA_BROKERS}`,
   );
-  say(`logs, k6 samples and the report: ${path.relative(root, runDir)}/`);
+  say(`logs, load samples and the report: ${path.relative(root, runDir)}/`);
 
   await createDatabase(endpoints.DATABASE_URL, resources.databaseName);
   // The owner's environment: migrations, the merchant CLIs and verify (an operator's tools).
@@ -228,50 +233,9 @@ async function main(): Promise<number> {
   const timeline = new Timeline();
   faultContext.timeline = timeline;
   noteReceivers(receivers, timeline);
-  // The load runs until TAIL_SECONDS after the last fault was undone (k6 stops on SIGINT); a
-  // slow restart then never leaves a later fault without load. The cap only bounds a lost k6.
-  const loadCapSeconds = options.durationSeconds * 4;
-  const common = {
-    API_KEYS: apiKeys.join(','),
-    BASE_URLS: apiUrls.join(','),
-    MAX_ATTEMPTS: String(CLIENT_MAX_ATTEMPTS),
-  };
-  const k6Script = (script: 'storm' | 'mix' | 'refund-storm', extra: Record<string, string>) =>
-    startK6(k6, root, {
-      script,
-      env: { ...common, RUN_ID: `${runId}-${script}`, ...extra },
-      csvPath: path.join(runDir, `k6-${script}.csv`),
-      summaryPath: path.join(runDir, `k6-${script}-summary.json`),
-      outputPath: path.join(runDir, `k6-${script}.out`),
-    });
-  k6Runs.push(
-    k6Script('storm', {
-      // Far more keys than the run gets through: the storm runs for the whole duration.
-      KEYS: '1000000',
-      COPIES: String(options.copies),
-      VUS: String(options.stormVus),
-      MAX_DURATION: `${loadCapSeconds}s`,
-    }),
-    k6Script('mix', {
-      RATE: String(options.rate),
-      DURATION: `${loadCapSeconds}s`,
-      // Room for every request of a frozen dependency's window to be in flight at once.
-      VUS: String(Math.max(20, options.rate * 3)),
-    }),
-    k6Script('refund-storm', {
-      // One payment at a time, each settled, then 4 x 2 refunds of a quarter (half of them
-      // refused), every refund sent twice at once to two APIs: refunds racing across replicas
-      // while the faults hit, and verify judges the money (never above the amount, each refund
-      // at the acquirer once).
-      PAYMENTS: '1000000',
-      VUS: '1',
-      PARTS: '4',
-      OVERSHOOT: '2',
-      COPIES: '2',
-      SETTLE_WAIT_S: '60',
-      MAX_DURATION: `${loadCapSeconds}s`,
-    }),
-  );
+  // The load runs until TAIL_SECONDS after the last fault was undone (stopped with SIGINT): a
+  // slow restart then never leaves a later fault without load.
+  loads.push(...startChaosLoad({ root, runDir, runId, apiKeys, apiUrls, options }));
   timeline.note(
     `load started: storm (${options.stormVus} VUs x ${options.copies} copies over ${apiUrls.length} APIs) and mix (${options.rate}/s with failure tokens)`,
   );
@@ -285,8 +249,7 @@ async function main(): Promise<number> {
   }
   timeline.note(`every fault undone; ${TAIL_SECONDS} s more load`);
   await sleep(TAIL_SECONDS * 1000);
-  for (const run of k6Runs) run.child.kill('SIGINT');
-  const k6Codes = await Promise.all(k6Runs.map((run) => run.exited));
+  const loadCodes = await stopLoads(loads);
   timeline.note('load finished');
 
   timeline.note(`verify --wait ${options.verifyWaitSeconds} (the pipeline drains first)`);
@@ -310,23 +273,14 @@ async function main(): Promise<number> {
   await db.end();
   timeline.note('every process stopped');
 
-  const samplesByScript = await Promise.all(
-    k6Runs.map(async (run) => ({
-      script: run.script.script,
-      samples: await readRequestSamples(run.script.csvPath).catch(() => []),
-    })),
-  );
+  const samplesByScript = await readLoadSamples(loads);
   const samples = samplesByScript.flatMap((set) => set.samples);
   const report: ChaosReport = {
     runId,
     settings: `${describeSettings(options, apiUrls.length, endpoints.KAFKA_BROKERS)}\n${conditionsAtStart}, ${loadAverage('at the end')}`,
     timeline: timeline.events,
     ...summarizeRequests(samples, timeline.startedAt, windows, options.deadlineMs),
-    k6: k6Runs.map((run, i) => ({
-      script: run.script.script,
-      exitCode: k6Codes[i] ?? null,
-      summary: readK6Summary(run.script.summaryPath, run.script.script),
-    })),
+    load: loadResults(loads, loadCodes),
     logs: fleet.logCounts(),
     verify: { exitCode: verify.code, output: `${verify.stderr}${verify.stdout}` },
     failures: [],
@@ -338,7 +292,7 @@ async function main(): Promise<number> {
     report.windows.find((window) => window.label === rolling?.fault.label),
     samplesByScript,
     timeline.startedAt,
-    report.k6.reduce((n, run) => n + (run.summary?.counters.unresolved_requests ?? 0), 0),
+    unresolvedRequests(report.load),
   );
   report.notes.push(...webhookLines(webhooks));
   report.failures = [
@@ -362,16 +316,6 @@ async function main(): Promise<number> {
   return report.failures.length === 0 ? 0 : 1;
 }
 
-/**
- * Client-side invariants --strict fails on: what no fault may break. (A refund storm's payment
- * that did not settle in time, or its amount_refunded read while a refund's answer was lost,
- * are outcomes of the faults; verify judges the money itself.)
- */
-const STRICT_COUNTERS = [
-  /^storm_(id_mismatch|body_mismatch|created_twice|unexpected_status|keys_without_payment)$/,
-  /^refund_(sum_exceeded|accepted_too_many|id_mismatch|body_mismatch|created_twice)$/,
-];
-
 /** The reasons a run fails: verify always; client invariants and bounds with --strict. */
 function judge(report: ChaosReport, options: ChaosOptions): string[] {
   const failures: string[] = [];
@@ -382,20 +326,7 @@ function judge(report: ChaosReport, options: ChaosOptions): string[] {
         : `verify could not verify (exit ${report.verify.exitCode ?? 'by a signal'})`,
     );
   }
-  for (const { script, exitCode, summary } of report.k6) {
-    // 0 passed, 99 thresholds crossed, 105 stopped by chaos (SIGINT): all ran the load.
-    if (exitCode !== 0 && exitCode !== 99 && exitCode !== 105)
-      failures.push(`k6 ${script} did not run (exit ${exitCode ?? 'none'})`);
-    if (!options.strict || !summary) continue;
-    for (const [name, n] of Object.entries(summary.counters)) {
-      if (n > 0 && STRICT_COUNTERS.some((pattern) => pattern.test(name))) {
-        failures.push(`${script}: ${name} = ${n}`);
-      }
-    }
-    for (const [name, n] of Object.entries(summary.failedChecks)) {
-      if (n > 0) failures.push(`${script}: check "${name}" failed ${n} times`);
-    }
-  }
+  failures.push(...loadFailures(report.load, options.strict));
   if (options.strict) {
     for (const window of report.windows) {
       if (window.boundMet === false) failures.push(`${window.label}: missed ${window.bound ?? ''}`);
@@ -457,20 +388,20 @@ function freePort(): Promise<number> {
 function installCleanup(
   stack: StackControl,
   fleet: RoleFleet,
-  k6Runs: readonly RunningK6[],
+  loads: readonly RunningLoad[],
   ctx: FaultContext,
 ): { run: () => Promise<void>; done: () => void } {
   let ran = false;
   const lastResort = () => {
     stack.thawAllNow();
     fleet.killAllNow();
-    for (const run of k6Runs) if (run.child.exitCode === null) run.child.kill('SIGKILL');
+    for (const load of loads) if (isRunning(load)) load.child.kill('SIGKILL');
   };
   const run = async () => {
     if (ran) return;
     ran = true;
     stack.thawAllNow();
-    for (const k6 of k6Runs) if (k6.child.exitCode === null) k6.child.kill('SIGTERM');
+    for (const load of loads) if (isRunning(load)) load.child.kill('SIGTERM');
     for (const service of ctx.stopped) {
       process.stderr.write(`chaos: starting ${service} again (stopped by this run)\n`);
       await stack.start(service).catch((error: unknown) => {

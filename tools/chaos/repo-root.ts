@@ -23,4 +23,6 @@ export const ENTRY_POINTS = {
   merchantCreate: path.join('dist', 'cli', 'merchant-create.js'),
   merchantTier: path.join('dist', 'cli', 'merchant-tier.js'),
   verify: path.join('dist-tools', 'tools', 'cli', 'verify.js'),
+  /** The project's load driver (tools/cli/load.ts): the chaos run's load. */
+  load: path.join('dist-tools', 'tools', 'cli', 'load.js'),
 } as const;

@@ -1,5 +1,5 @@
+import type { RequestSample } from '../load/http-transport.js';
 import type { WindowStats } from './chaos-report.js';
-import type { RequestSample } from './k6-results.js';
 import type { RoleFleet } from './role-fleet.js';
 import type { FaultWindow } from './run-fault.js';
 import { sleep, type Timeline } from './timeline.js';
@@ -103,9 +103,9 @@ async function readyzAnswers200(urls: readonly string[]): Promise<boolean> {
 }
 
 /**
- * Whether the load sends a failed request again: every POST (k6/lib/payments.js
- * sendWithRetries, to the next API) and the refund storm's reads (it polls until settled); the
- * mix's read of its own payment is sent once.
+ * Whether the load sends a failed request again: every POST (the careful client's `send` in the
+ * k6 scenarios' module k6/scenarios/careful-client.js, to the next API) and the refund storm's
+ * reads (it polls until settled); the mix's read of its own payment is sent once.
  */
 function retried(script: string, sample: RequestSample): boolean {
   return sample.name.startsWith('POST ') || script !== 'mix';
@@ -114,7 +114,8 @@ function retried(script: string, sample: RequestSample): boolean {
 /**
  * The report's lines for the rolling restart: each process's shutdown and replacement, and the
  * requests it failed, split into those the client's retry absorbed and those it did not (the
- * mix's reads), plus the requests no retry resolved in the whole run (k6's unresolved_requests).
+ * mix's reads), plus the requests no retry resolved in the whole run (the load's
+ * unresolved_requests).
  */
 export function rollingRestartLines(
   replaced: readonly ReplacedProcess[],
@@ -163,7 +164,7 @@ export function rollingRestartLines(
     lines.push(`      ${String(n).padStart(6)}  ${name}`);
   }
   lines.push(
-    `    requests no retry resolved in the whole run (k6 unresolved_requests): ${unresolvedRequests}`,
+    `    requests no retry resolved in the whole run (the load's unresolved_requests): ${unresolvedRequests}`,
   );
   return lines;
 }

@@ -26,11 +26,31 @@ WORKERS="${FUZZ_WORKERS:-1}"
 
 log() { printf '[fuzz] %s\n' "$*" >&2; }
 
+# What it runs besides node: psql and curl (the local stack's PostgreSQL client; curl is on every
+# machine of this kind), python3 for the virtualenv.
+for tool in python3 psql curl; do
+  command -v "$tool" >/dev/null || { log "$tool not found (psql: bash scripts/stack.sh install)"; exit 1; }
+done
+
+# --clear: a virtualenv whose python is gone (another python3 made it) is rebuilt, not patched.
+venv_log="$(mktemp)"
+make_venv() { python3 -m venv --clear "$VENV" >"$venv_log" 2>&1; }
 if [[ "$("$VENV/bin/schemathesis" --version 2>/dev/null || true)" != *"$SCHEMATHESIS_VERSION"* ]]; then
   log "installing schemathesis $SCHEMATHESIS_VERSION into $VENV"
-  python3 -m venv "$VENV"
+  if ! make_venv; then
+    # Debian's own python3 makes virtualenvs only with python3-venv (its ensurepip) installed; a
+    # python3 built from source (pyenv) has ensurepip itself. On a fresh machine, as root: install it.
+    if ((EUID == 0)) && command -v apt-get >/dev/null; then
+      log "python3 -m venv failed; apt-get install python3-venv"
+      { apt-get -o DPkg::Lock::Timeout=300 update -q &&
+        DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -q \
+          --no-install-recommends python3-venv; } >>"$venv_log" 2>&1 || { tail -n 20 "$venv_log" >&2; exit 1; }
+    fi
+    make_venv || { tail -n 20 "$venv_log" >&2; log "python3 -m venv failed (Debian: install python3-venv)"; exit 1; }
+  fi
   "$VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
 fi
+rm -f "$venv_log"
 
 if [[ -z "${DATABASE_URL:-}" ]]; then
   # shellcheck disable=SC1090 # the stack prints the URLs of what it runs
@@ -77,8 +97,9 @@ log "starting the API on $base"
 # checks of every operation come from this one address. Webhook urls: the hooks point every
 # valid one at 192.0.2.1 (TEST-NET-1; the API alone never delivers), allowed here, so no
 # generated host is looked up in DNS; and endpoints enough for the whole run (the limit's 409
-# is documented, but it would end the stateful links).
-DATABASE_URL="$api_url" PORT="$port" \
+# is documented, but it would end the stateful links). METRICS_PORT=0: its internal listener on a
+# free port, not 9464, which a dev API or a role of the stack may hold beside it.
+DATABASE_URL="$api_url" PORT="$port" METRICS_PORT=0 \
   LOG_LEVEL="${FUZZ_LOG_LEVEL:-warn}" \
   RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE=1000000 RATE_LIMIT_UNAUTHENTICATED_BURST=1000000 \
   WEBHOOK_ALLOWED_NETWORKS=192.0.2.0/24 WEBHOOK_MAX_ENDPOINTS_PER_MERCHANT=1000 \
