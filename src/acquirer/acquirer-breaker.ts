@@ -114,6 +114,9 @@ export function createAcquirerBreaker(options: BreakerOptions) {
       probeCalling = false;
       return Math.min(1, limit);
     },
+    unused(): void {
+      if (state === 'half_open' && !probeCalling) probeAdmittedAt = null;
+    },
     blockedForMs(): number {
       refresh();
       if (state === 'closed') return 0;

@@ -7,6 +7,11 @@
 export interface CallGate {
   /** How many of `limit` jobs may be claimed now: all while closed, 0 while open, 1 probe. */
   admit: (limit: number) => number;
+  /**
+   * A claim admitted by `admit` found no job: a probe's place goes back at once, so another
+   * kind sharing the gate (charges and refunds share the acquirer's) can take it.
+   */
+  unused: () => void;
   /** How long until a claim may be admitted again (0: now). */
   blockedForMs: () => number;
   /** Claims run freely: an intake claims what it records only then. */

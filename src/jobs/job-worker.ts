@@ -142,6 +142,10 @@ export function createJobWorker<J extends ClaimedJob, F>(
     const limit = deps.gate ? deps.gate.admit(wanted) : wanted;
     if (limit === 0) return [];
     const jobs = await handler.claim(pool, limit, policy.leaseMs, policy.maxAttempts, busy);
+    // A half-open breaker's one probe place, admitted to a kind with nothing due, goes back:
+    // held, it would starve the other kind that shares the gate (refunds had none, charges
+    // waited behind them for good in a chaos run).
+    if (jobs.length === 0) deps.gate?.unused();
     countBusy(jobs);
     return jobs;
   };

@@ -45,6 +45,24 @@ describe('acquirer circuit breaker', () => {
     expect(gate.tryCall()).toBe(false);
   });
 
+  it('when the half-open probe place goes to a kind with nothing due (refunds), then it comes back at once for the other kind (charges), not after the open time', () => {
+    const { gate, clock } = breaker(1, 5_000);
+    gate.record('not_sent');
+    clock.now = 5_000;
+    // The refund loop is admitted the probe, claims nothing, gives the place back.
+    expect(gate.admit(8)).toBe(1);
+    gate.unused();
+    // The charge loop gets it at once and its probe is called.
+    expect(gate.blockedForMs()).toBe(0);
+    expect(gate.admit(64)).toBe(1);
+    expect(gate.tryCall()).toBe(true);
+    // A place whose job is calling is not given back by a later empty claim.
+    gate.unused();
+    expect(gate.admit(8)).toBe(0);
+    gate.record('answered');
+    expect(gate.state).toBe('closed');
+  });
+
   it('when the probe fails, then it opens again; when the next probe is answered, then it closes and wakes the workers', async () => {
     const { gate, clock, lines } = breaker(1, 500);
     let woken = 0;

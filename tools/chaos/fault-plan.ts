@@ -14,7 +14,9 @@ export type FaultAction =
    */
   | { kind: 'freeze-dead-letters' }
   /** Every process of every role replaced one at a time, as a deploy does (rolling-restart.ts). */
-  | { kind: 'rolling-restart' };
+  | { kind: 'rolling-restart' }
+  /** The acquirer refuses connections (`down`) or drops every answer after charging (`drop`). */
+  | { kind: 'acquirer-fault'; mode: 'down' | 'drop' };
 
 export interface PlannedFault {
   label: string;
@@ -50,11 +52,16 @@ const HOLDS: Record<FaultAction['kind'], number> = {
   'freeze-dead-letters': 6,
   // As long as the processes take to stop and start, one after another.
   'rolling-restart': 0,
+  // Issue 36's lengths, whatever the slot (ACQUIRER_FAULT_SECONDS).
+  'acquirer-fault': 0,
 };
+
+/** How long each acquirer phase lasts: issue 36 asks for a minute down and 20 s of lost answers. */
+export const ACQUIRER_FAULT_SECONDS = { down: 60, drop: 20 } as const;
 
 /**
  * The faults of a run, in order: every role killed and restarted first, the acquirer too (leases then
- * expire while the load still runs), every process replaced one at a time (a deploy's rolling
+ * expire while the load still runs), the acquirer down for a minute and then dropping its answers for 20 s (issue 36), every process replaced one at a time (a deploy's rolling
  * restart: SIGTERM, wait for the replacement's ready), relay-1 paused past its lease (`relayPauseSeconds`), then
  * each dependency frozen and thawed (Kafka while dead letters are due), then each stopped and
  * started (the slowest to restart first, so its recovery still happens under load). With the
@@ -74,6 +81,15 @@ export function planFaults(
     // Charges in flight lose their answer (settlement retries them with the same key) and the
     // calls while it is down are refused: verify still finds one charge per payment.
     { label: 'SIGKILL acquirer-1, restart', action: { kind: 'kill-role', role: 'acquirer' } },
+    // An acquirer deploy or outage of a minute, then lost answers: waiting, never a dead letter.
+    {
+      label: 'acquirer down 60 s',
+      action: { kind: 'acquirer-fault', mode: 'down' },
+    },
+    {
+      label: 'acquirer drops answers 20 s',
+      action: { kind: 'acquirer-fault', mode: 'drop' },
+    },
     { label: 'rolling restart of every process', action: { kind: 'rolling-restart' } },
     { label: 'SIGSTOP relay-1 past its lease', action: { kind: 'pause-role', role: 'relay' } },
     { label: 'freeze Redis', action: { kind: 'freeze', service: 'redis' } },
@@ -106,7 +122,9 @@ export function planFaults(
     holdSeconds:
       action.kind === 'pause-role'
         ? relayPauseSeconds
-        : Math.min(HOLDS[action.kind], Math.max(2, Math.floor(slot / 2))),
+        : action.kind === 'acquirer-fault'
+          ? ACQUIRER_FAULT_SECONDS[action.mode]
+          : Math.min(HOLDS[action.kind], Math.max(2, Math.floor(slot / 2))),
   }));
 }
 

@@ -110,6 +110,7 @@ async function main(): Promise<number> {
     relayLeaseMs: RELAY_LEASE_MS,
     // The API and key are filled in once they exist.
     probe: { db, apiUrl: '', apiKey: '', runId, refundMaxAttempts: refundMaxAttempts() },
+    acquirerAdminUrl: '',
   };
   const loads: RunningLoad[] = [];
   const cleanup = installCleanup(stack, fleet, loads, faultContext);
@@ -169,11 +170,12 @@ async function main(): Promise<number> {
 
   const apiUrls: string[] = [];
   // One acquirer process (the simulator, its books on its own login): settlement calls it.
-  const acquirerPort = await freePort();
+  const [acquirerPort, acquirerAdminPort] = [await freePort(), await freePort()];
+  faultContext.acquirerAdminUrl = `http://127.0.0.1:${String(acquirerAdminPort)}`;
   fleet.add('acquirer', 1, {
     ...roleEnv('acquirer'),
     ACQUIRER_PORT: String(acquirerPort),
-    METRICS_PORT: String(await freePort()),
+    METRICS_PORT: String(acquirerAdminPort),
   });
   for (const role of ROLES) {
     for (let i = 1; i <= options.processes; i++) {

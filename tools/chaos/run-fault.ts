@@ -7,6 +7,7 @@ import {
   type DueLetters,
   waitForFailedSend,
 } from './dead-letter-fault.js';
+import { acquirerFault } from './acquirer-fault.js';
 import type { PlannedFault } from './fault-plan.js';
 import { pauseHoldingClaim, publishedSince } from './relay-pause.js';
 import { rollingRestart, type ReplacedProcess } from './rolling-restart.js';
@@ -35,6 +36,8 @@ export interface FaultContext {
   probe: DeadLetterProbe;
   /** What the rolling restart did, process by process (set by it). */
   rolled?: ReplacedProcess[];
+  /** The acquirer's internal listener (PUT /acquirer/fault), once it runs. */
+  acquirerAdminUrl: string;
 }
 
 /** Applies one fault, holds it, undoes it (thaw, restart, start), noting each step. */
@@ -102,6 +105,12 @@ export async function runFault(fault: PlannedFault, ctx: FaultContext): Promise<
     }
     case 'freeze-dead-letters':
       return freezeWhileDeadLettersDue(fault, ctx);
+    case 'acquirer-fault':
+      return acquirerFault(fault, action.mode, {
+        adminUrl: ctx.acquirerAdminUrl,
+        db: ctx.probe.db,
+        timeline,
+      });
     case 'rolling-restart':
       ctx.rolled = await rollingRestart(fleet, timeline);
       break;
