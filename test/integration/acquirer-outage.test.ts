@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMerchant } from '../../src/merchants/merchant-repository.js';
+import { BENCH_TIER, defineTier } from '../../src/merchants/tier-repository.js';
 import { startDeployedFleet, type DeployedFleet } from '../support/deployed-fleet.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import { eventually } from '../support/settlement-harness.js';
@@ -131,7 +132,9 @@ beforeAll(async () => {
     String((await fleet.processes.get(role)?.logLine('internal listener ready'))?.port);
   acquirerAdmin = `http://127.0.0.1:${await port('acquirer')}`;
   settlementMetrics = `http://127.0.0.1:${await port('settlement')}`;
-  apiKey = (await createMerchant(db.pool, 'Acquirer outage merchant')).apiKey;
+  // 5,000 payments in two minutes measure the outage, not the rate limit: the widest tier.
+  await defineTier(db.pool, BENCH_TIER);
+  apiKey = (await createMerchant(db.pool, 'Acquirer outage merchant', BENCH_TIER.name)).apiKey;
 }, 180_000);
 afterAll(async () => {
   const codes = await fleet.stop();
