@@ -8,6 +8,7 @@ import {
 import { createAcquirerServer } from '../../acquirer/acquirer-http-server.js';
 import { createAcquirerSimulator } from '../../acquirer/acquirer-simulator.js';
 import { createRefundSimulator } from '../../acquirer/refund-simulator.js';
+import { acquirerBookSweeps, startRetentionReaper } from '../../jobs/retention-reaper.js';
 import { closeServer, listen } from '../../platform/http-listen.js';
 import type { InternalRoute } from '../../platform/internal-server.js';
 import type { Logger } from '../../platform/logger.js';
@@ -54,12 +55,20 @@ export async function startAcquirer(platform: Platform): Promise<RunningRole & {
   const listening = followDownFault(server, faults, logger, () =>
     listen(server, port, config.ACQUIRER_HOST),
   );
+  // Its books past ACQUIRER_BOOKS_RETENTION_SECONDS (DESIGN 110).
+  const reaper = startRetentionReaper(
+    pool,
+    logger,
+    acquirerBookSweeps(config.ACQUIRER_BOOKS_RETENTION_SECONDS),
+    { batch: config.RETENTION_REAPER_BATCH, intervalMs: config.RETENTION_REAPER_INTERVAL_MS },
+  );
   return {
     name: 'acquirer',
     port,
     internalRoutes: faultRoutes(faults),
     close: async () => {
       faults.close();
+      await reaper.stop();
       if (await listening()) await closeServer(server);
     },
   };
