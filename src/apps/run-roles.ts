@@ -10,6 +10,7 @@ import { logSpanExportOutages } from '../platform/tracing.js';
 import { startAcquirer } from './acquirer/start-acquirer.js';
 import { startApi } from './api/start-api.js';
 import { startRelay } from './relay/start-relay.js';
+import { processDependencies } from './role-dependencies.js';
 import type { RunningRole } from './running-role.js';
 import { startSettlement } from './settlement/start-settlement.js';
 import { startWebhooks } from './webhooks/start-webhooks.js';
@@ -48,8 +49,11 @@ export async function runRoles(roles: readonly RoleName[]): Promise<void> {
     kafka: roles.some((role) => KAFKA_ROLES.includes(role)),
   });
   const running: Pick<RunningRole, 'close' | 'drain' | 'internalRoutes'>[] = [];
+  // The internal /readyz lists every dependency the process has a client for; only those its
+  // roles cannot work without decide its status (DESIGN 109).
+  const needs = processDependencies(roles, config);
   const internalReadiness = drainableReadiness(() =>
-    checkReadiness(platform.checks, config.READINESS_TIMEOUT_MS),
+    checkReadiness(platform.checks, config.READINESS_TIMEOUT_MS, needs),
   );
   // On SIGTERM every /readyz says `draining` first, and a process serving clients keeps serving
   // SHUTDOWN_DRAIN_MS so the load balancer stops sending before the listener closes.

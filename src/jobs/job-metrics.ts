@@ -79,6 +79,20 @@ const oldestReadyAge = new Gauge({
   },
 });
 
+/**
+ * Whether the last read of a kind's table answered (1) or failed or timed out (0). At 0 the job
+ * gauges of that kind are stale, not zero: "unknown" (alert JobMetricsProbeFailing).
+ */
+const probeUp = new Gauge({
+  name: 'jobs_probe_up',
+  help: "Whether the last scrape-time read of the kind's job table answered (1) or failed or timed out (0: the job gauges are stale)",
+  labelNames: ['kind'] as const,
+  registers: [metricsRegistry],
+  async collect() {
+    await refresh();
+  },
+});
+
 const attempts = new Counter({
   name: 'jobs_attempts_total',
   help: 'Attempts at claimed jobs by kind and outcome (completed, retried, dead, lease_lost, step_failed)',
@@ -103,20 +117,30 @@ interface JobTableStats {
 }
 
 /**
- * One statement per table and scrape: the rows by state, and the pending ones claimable now
- * under the claim's own condition (due, and any lease ended), with how long the oldest of them
- * has been claimable. Completed jobs are deleted, so the table is the backlog.
+ * The most rows a count reads: a probe's cost is bounded whatever the backlog (a count at the
+ * cap means "at least this many", an incident at any exact number; DESIGN 110).
+ */
+export const JOB_PROBE_ROW_CAP = 100_000;
+
+/**
+ * One statement per table and scrape, each part bounded: the rows by state and the pending ones
+ * claimable now under the claim's own condition (due, and any lease ended), each count capped
+ * at $1 rows; the oldest claimable time is the first entry of the claim's own index
+ * (`*_claimable`, 0018, 0023, 0029), and none claimable (the first one in the future) is 0.
+ * Completed jobs are deleted, so the table is the backlog.
  */
 const statsQuery = (table: string): QueryConfig & { query_timeout: number } => ({
-  text: `SELECT count(*) FILTER (WHERE state = 'pending')::int AS pending,
-                count(*) FILTER (WHERE state = 'dead')::int AS dead,
-                count(*) FILTER (WHERE ready)::int AS ready,
-                coalesce(extract(epoch FROM now() - min(claimable_at) FILTER (WHERE ready)), 0)
-                  ::float8 AS oldest_ready_age_seconds
-           FROM (SELECT state, claimable_at, state = 'pending' AND claimable_at <= now() AS ready
-                   FROM (SELECT state,
-                                ${CLAIMABLE_AT} AS claimable_at
-                           FROM ${table}) t) j`,
+  text: `SELECT (SELECT count(*) FROM (SELECT FROM ${table} WHERE state = 'pending' LIMIT $1) p)
+                  ::int AS pending,
+                (SELECT count(*) FROM (SELECT FROM ${table} WHERE state = 'dead' LIMIT $1) d)
+                  ::int AS dead,
+                (SELECT count(*) FROM (SELECT FROM ${table}
+                                        WHERE state = 'pending' AND ${CLAIMABLE_AT} <= now()
+                                        LIMIT $1) r)::int AS ready,
+                greatest(0, coalesce(extract(epoch FROM now() - (
+                  SELECT min(${CLAIMABLE_AT}) FROM ${table} WHERE state = 'pending')), 0))
+                  ::float8 AS oldest_ready_age_seconds`,
+  values: [JOB_PROBE_ROW_CAP],
   query_timeout: JOB_PROBE_TIMEOUT_MS,
 });
 
@@ -131,7 +155,7 @@ let inFlight: Promise<void> | undefined;
 /**
  * Reads every registered kind's table and sets the gauges; the gauges' collects of one scrape
  * (and concurrent scrapes) share one read. A kind whose read fails or times out keeps its last
- * values.
+ * values and says so: `jobs_probe_up{kind}` 0.
  */
 function refresh(): Promise<void> {
   inFlight ??= readAll().finally(() => {
@@ -146,7 +170,9 @@ async function readAll(): Promise<void> {
   await Promise.all(
     current.kinds.map(async (kind) => {
       const stats = await withTimeout(readTable(current.db, kind)).catch(() => undefined);
-      if (!stats || probe !== current) return;
+      if (probe !== current) return;
+      probeUp.set({ kind }, stats ? 1 : 0);
+      if (!stats) return;
       for (const state of JOB_STATES) jobs.set({ kind, state }, stats[state]);
       jobsReady.set({ kind }, stats.ready);
       oldestReadyAge.set({ kind }, stats.oldest_ready_age_seconds);

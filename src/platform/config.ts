@@ -5,6 +5,7 @@ import { connectionSettings } from './config-connection-settings.js';
 import { ConfigError } from './config-error.js';
 import { migrationSettings } from './config-migration-settings.js';
 import { pipelineSettings } from './config-pipeline-settings.js';
+import { retentionSettings } from './config-retention-settings.js';
 import { webhookSettings } from './config-webhook-settings.js';
 
 export { ConfigError };
@@ -21,6 +22,7 @@ export const configSchema = z.object({
   ...apiSettings,
   ...pipelineSettings,
   ...webhookSettings,
+  ...retentionSettings,
   ...migrationSettings,
 });
 

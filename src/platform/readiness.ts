@@ -7,6 +7,12 @@ export interface DependencyCheck {
 export interface CheckResult {
   name: string;
   status: 'up' | 'down';
+  /**
+   * Whether the process needs it to do its job (its readiness follows it); false: listed for
+   * the operator, but the process serves without it (Redis for a fail-open API). Set when the
+   * report was asked with `required`.
+   */
+  required?: boolean;
   latency_ms: number;
   error?: string;
 }
@@ -40,16 +46,44 @@ export function drainableReadiness(probe: () => Promise<ReadinessReport>): Drain
   };
 }
 
-/** Runs every check concurrently, each bounded by `timeoutMs`, and never throws. */
+/**
+ * Runs every check concurrently, each bounded by `timeoutMs`, and never throws. With `required`
+ * (dependency names), only those decide the status and each result says whether it is one; the
+ * others are still probed and listed (the internal health detail). Without it, every check is.
+ */
 export async function checkReadiness(
   checks: readonly DependencyCheck[],
   timeoutMs: number,
+  required?: readonly string[],
 ): Promise<ReadinessReport> {
-  const results = await Promise.all(checks.map((check) => runCheck(check, timeoutMs)));
+  const results = await Promise.all(
+    checks.map(async (check) => {
+      const result = await runCheck(check, timeoutMs);
+      return required === undefined
+        ? result
+        : { ...result, required: required.includes(check.name) };
+    }),
+  );
+  const deciding = results.filter((result) => result.required !== false);
   return {
-    status: results.every((result) => result.status === 'up') ? 'ready' : 'not_ready',
+    status: deciding.every((result) => result.status === 'up') ? 'ready' : 'not_ready',
     checks: results,
   };
+}
+
+/**
+ * A role's own readiness (its public /readyz): only the checks named in `required` are probed,
+ * and they alone decide. Nothing it can serve without is asked at all.
+ */
+export function checkRequired(
+  checks: readonly DependencyCheck[],
+  timeoutMs: number,
+  required: readonly string[],
+): Promise<ReadinessReport> {
+  return checkReadiness(
+    checks.filter((check) => required.includes(check.name)),
+    timeoutMs,
+  );
 }
 
 async function runCheck(check: DependencyCheck, timeoutMs: number): Promise<CheckResult> {

@@ -4,6 +4,7 @@ import type { RunningRole } from '../../src/apps/running-role.js';
 import { startInternalServer, type InternalServer } from '../../src/platform/internal-server.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { createPlatform, type Platform } from '../../src/platform/platform.js';
+import { processDependencies } from '../../src/apps/role-dependencies.js';
 import { checkReadiness } from '../../src/platform/readiness.js';
 import { testConfig } from '../support/isolation.js';
 
@@ -27,7 +28,13 @@ async function serve(
     {
       host: '127.0.0.1',
       port: 0,
-      readiness: () => checkReadiness(platform.checks, config.READINESS_TIMEOUT_MS),
+      // As run-roles builds it: every dependency listed, the API's needs deciding.
+      readiness: () =>
+        checkReadiness(
+          platform.checks,
+          config.READINESS_TIMEOUT_MS,
+          processDependencies(options.kafka ? ['api', 'relay'] : ['api'], config),
+        ),
     },
     platform.logger,
   );
@@ -126,8 +133,31 @@ describe('health endpoints', () => {
     }
   });
 
-  it('when Redis is unreachable, then the public /readyz is 503 without detail and the internal one names redis as down', async () => {
+  it('when Redis is unreachable, then the API stays ready (it serves fail-open) and the internal detail names redis down, not required', async () => {
     const broken = await serve({ REDIS_URL: 'redis://127.0.0.1:1', READINESS_TIMEOUT_MS: '500' });
+    try {
+      const open = await fetch(broken.url('/readyz'));
+      expect(open.status).toBe(200);
+      expect(await open.json()).toEqual({ status: 'ready' });
+      const res = await fetch(broken.internal('/readyz'));
+      const body = (await res.json()) as { checks: { name: string; status: string }[] };
+      expect(res.status).toBe(200);
+      expect(body.checks.find((c) => c.name === 'redis')).toMatchObject({
+        status: 'down',
+        required: false,
+      });
+      expect(body.checks.find((c) => c.name === 'postgres')?.status).toBe('up');
+    } finally {
+      await stop(broken);
+    }
+  });
+
+  it('when Redis is unreachable and the API fails closed, then the public /readyz is 503 without detail and redis is required', async () => {
+    const broken = await serve({
+      REDIS_URL: 'redis://127.0.0.1:1',
+      READINESS_TIMEOUT_MS: '500',
+      REDIS_FAILURE_MODE: 'closed',
+    });
     try {
       const open = await fetch(broken.url('/readyz'));
       expect(open.status).toBe(503);
@@ -135,8 +165,10 @@ describe('health endpoints', () => {
       const res = await fetch(broken.internal('/readyz'));
       const body = (await res.json()) as { checks: { name: string; status: string }[] };
       expect(res.status).toBe(503);
-      expect(body.checks.find((c) => c.name === 'redis')?.status).toBe('down');
-      expect(body.checks.find((c) => c.name === 'postgres')?.status).toBe('up');
+      expect(body.checks.find((c) => c.name === 'redis')).toMatchObject({
+        status: 'down',
+        required: true,
+      });
     } finally {
       await stop(broken);
     }

@@ -188,8 +188,14 @@ describe('jobs, jobs_ready and jobs_oldest_ready_age_seconds', () => {
     }
   });
 
-  it('when the database fails or never answers, then a scrape keeps the last values, and returns within the probe bound', async () => {
+  it('when the database fails or never answers, then a scrape keeps the last values, says jobs_probe_up 0 (unknown, not zero), and returns within the probe bound', async () => {
+    const probeUp = async () =>
+      (await metricsRegistry.getMetricsAsJSON())
+        .find((metric) => metric.name === 'jobs_probe_up')
+        ?.values.find((v) => v.labels.kind === 'refund')?.value;
     const unregister = registerJobProbes(db.login('settlement'), ['refund']);
+    expect(await probeUp()).toBe(1);
+    // The last read before the failures: the values a failing read must leave in place.
     const before = (await scrape()).refund;
     unregister();
     expect(before?.pending).toBeGreaterThan(0);
@@ -200,6 +206,7 @@ describe('jobs, jobs_ready and jobs_oldest_ready_age_seconds', () => {
     const unregisterFailing = registerJobProbes(failing, ['refund']);
     try {
       expect((await scrape()).refund).toEqual(before);
+      expect(await probeUp()).toBe(0);
     } finally {
       unregisterFailing();
     }
@@ -212,8 +219,21 @@ describe('jobs, jobs_ready and jobs_oldest_ready_age_seconds', () => {
       const took = performance.now() - startedAt;
       expect(took).toBeGreaterThanOrEqual(JOB_PROBE_TIMEOUT_MS - 50);
       expect(took).toBeLessThan(JOB_PROBE_TIMEOUT_MS + 1_000);
+      expect(await probeUp()).toBe(0);
     } finally {
       unregisterFrozen();
+    }
+    // The database answers again: known again.
+    const unregisterAgain = registerJobProbes(db.login('settlement'), ['refund']);
+    try {
+      expect((await scrape()).refund).toMatchObject({
+        pending: before?.pending,
+        dead: before?.dead,
+        ready: before?.ready,
+      });
+      expect(await probeUp()).toBe(1);
+    } finally {
+      unregisterAgain();
     }
   });
 });

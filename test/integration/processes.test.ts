@@ -376,7 +376,7 @@ describe('process entry points', () => {
     },
   );
 
-  it('when the webhooks role runs alone, then its readiness needs Postgres and Redis, not Kafka, and /metrics has its gauges', async () => {
+  it('when the webhooks role runs alone, then its readiness needs Postgres alone (Redis listed, Kafka not probed), and /metrics has its gauges', async () => {
     // A migrated clone: its gauges read the webhook tables.
     const db = await createTestDatabase();
     onTestFinished(() => db.drop());

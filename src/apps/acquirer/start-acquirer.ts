@@ -8,18 +8,20 @@ import {
 import { createAcquirerServer } from '../../acquirer/acquirer-http-server.js';
 import { createAcquirerSimulator } from '../../acquirer/acquirer-simulator.js';
 import { createRefundSimulator } from '../../acquirer/refund-simulator.js';
+import { acquirerBookSweeps, startRetentionReaper } from '../../jobs/retention-reaper.js';
 import { closeServer, listen } from '../../platform/http-listen.js';
 import type { InternalRoute } from '../../platform/internal-server.js';
 import type { Logger } from '../../platform/logger.js';
 import type { Platform } from '../../platform/platform.js';
-import { checkReadiness } from '../../platform/readiness.js';
+import { checkRequired } from '../../platform/readiness.js';
+import { roleDependencies } from '../role-dependencies.js';
 import type { RunningRole } from '../running-role.js';
 
 /**
  * The acquirer role (issue 29): the simulator of BRIEF section 6 as its own process, reached
  * over HTTP (acquirer-http-server.ts) the way a real acquirer is, with its own books on its
  * own login. Settlement and the refund worker call it when ACQUIRER_URL is set. It listens on
- * ACQUIRER_HOST:ACQUIRER_PORT; /healthz and /readyz (its database) are served there too.
+ * ACQUIRER_HOST:ACQUIRER_PORT; /healthz and /readyz (its database alone) are served there too.
  * Its faults (acquirer-faults.ts, issue 36) are set with `PUT /acquirer/fault` on the process's
  * internal listener and read with `GET /acquirer/fault`; `down` closes the listener and opens it
  * again on the same port when the fault ends. On close the listener stops accepting and the
@@ -37,7 +39,13 @@ export async function startAcquirer(platform: Platform): Promise<RunningRole & {
       timeoutTokenDelayMs: config.ACQUIRER_TIMEOUT_MS * 3,
     }),
     refunds: createRefundSimulator(pool),
-    readiness: () => checkReadiness(platform.checks, config.READINESS_TIMEOUT_MS),
+    // Its books (Postgres) only: it never uses Redis or Kafka (DESIGN 109).
+    readiness: () =>
+      checkRequired(
+        platform.checks,
+        config.READINESS_TIMEOUT_MS,
+        roleDependencies('acquirer', config),
+      ),
     faults,
   });
   // Settlement's keep-alive agent reuses connections: keep them open longer than its idle gap.
@@ -47,12 +55,20 @@ export async function startAcquirer(platform: Platform): Promise<RunningRole & {
   const listening = followDownFault(server, faults, logger, () =>
     listen(server, port, config.ACQUIRER_HOST),
   );
+  // Its books past ACQUIRER_BOOKS_RETENTION_SECONDS (DESIGN 110).
+  const reaper = startRetentionReaper(
+    pool,
+    logger,
+    acquirerBookSweeps(config.ACQUIRER_BOOKS_RETENTION_SECONDS),
+    { batch: config.RETENTION_REAPER_BATCH, intervalMs: config.RETENTION_REAPER_INTERVAL_MS },
+  );
   return {
     name: 'acquirer',
     port,
     internalRoutes: faultRoutes(faults),
     close: async () => {
       faults.close();
+      await reaper.stop();
       if (await listening()) await closeServer(server);
     },
   };

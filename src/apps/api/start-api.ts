@@ -8,12 +8,13 @@ import { createAuthenticator } from '../../merchants/authenticator.js';
 import { createPaymentService, type CreatePaymentDeps } from '../../payments/create-payment.js';
 import { closeServer, listen } from '../../platform/http-listen.js';
 import { createOutageLog } from '../../platform/outage-log.js';
-import { checkReadiness, drainableReadiness } from '../../platform/readiness.js';
+import { checkRequired, drainableReadiness } from '../../platform/readiness.js';
 import { createRateLimiter } from '../../rate-limits/rate-limiter.js';
 import type { MerchantGateDeps } from '../../merchants/merchant-gate.js';
 import type { Platform } from '../../platform/platform.js';
 import { createRefundService } from '../../refunds/create-refund.js';
 import { createAddressPolicy } from '../../webhooks/address-policy.js';
+import { roleDependencies } from '../role-dependencies.js';
 import type { RunningRole } from '../running-role.js';
 import { buildApp } from './app.js';
 
@@ -68,8 +69,10 @@ export async function startApi(
       burst: config.RATE_LIMIT_UNAUTHENTICATED_BURST,
     },
   };
+  // Ready while it can take payments: Postgres (and Redis only when failing closed), DESIGN 109.
+  const needs = roleDependencies('api', config);
   const readiness = drainableReadiness(() =>
-    checkReadiness(platform.checks, config.READINESS_TIMEOUT_MS),
+    checkRequired(platform.checks, config.READINESS_TIMEOUT_MS, needs),
   );
   const app = buildApp({
     logger,

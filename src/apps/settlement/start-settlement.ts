@@ -13,6 +13,7 @@ import { fullJitterDelay } from '../../platform/backoff.js';
 import { createDeadLetterProducer } from '../../jobs/dead-letter-producer.js';
 import { createDeadLetterPublisher } from '../../jobs/dead-letter-store.js';
 import { registerJobProbes } from '../../jobs/job-metrics.js';
+import { settlementSweeps, startRetentionReaper } from '../../jobs/retention-reaper.js';
 import { createSettlementHandler } from '../../settlement/settlement-consumer.js';
 import { createSettlementWorker, type WorkerDeps } from '../../settlement/settlement-worker.js';
 import type { RunningRole } from '../running-role.js';
@@ -124,6 +125,16 @@ export function startSettlement(
       : { readableDataMajor: options.readableDataMajor }),
   });
   const unregisterJobProbes = registerJobProbes(pool, ['settlement', 'refund']);
+  // Processed event ids and resolved dead jobs past their retention (DESIGN 110).
+  const reaper = startRetentionReaper(
+    pool,
+    logger,
+    settlementSweeps({
+      processedEventSeconds: config.PROCESSED_EVENT_RETENTION_SECONDS,
+      deadJobSeconds: config.DEAD_JOB_RETENTION_SECONDS,
+    }),
+    { batch: config.RETENTION_REAPER_BATCH, intervalMs: config.RETENTION_REAPER_INTERVAL_MS },
+  );
   const consumer = createConsumer(kafka, config.KAFKA_CONSUMER_GROUP);
   // The worker needs the database and, for dead letters, the producer; not the consumer
   // group. It starts as soon as those are up, so jobs left by a crashed process are resumed
@@ -172,6 +183,7 @@ export function startSettlement(
     name: 'settlement',
     close: async () => {
       unregisterJobProbes();
+      await reaper.stop();
       producing.stop();
       consuming.stop();
       // Stop intake first (in-flight records finish and commit), then the worker's jobs.
