@@ -145,7 +145,7 @@ export function createAcquirerSimulator(pool: Pool, options: SimulatorOptions): 
       }
       if (!answer) {
         // Answered (processed: true on the wire): not `acquirer_unavailable`, which names a call
-        // that never reached the acquirer (DESIGN 110).
+        // that never reached the acquirer (DESIGN 112).
         throw new AcquirerTransientError(
           'acquirer answered a transient error',
           'acquirer_transient',

@@ -86,7 +86,7 @@ export function createRefundSimulator(pool: Pool): Required<RefundAcquirer> {
       const answer = await decide(request);
       if (!answer) {
         // Answered (processed: true on the wire): not `acquirer_unavailable`, which names a call
-        // that never reached the acquirer (DESIGN 110).
+        // that never reached the acquirer (DESIGN 112).
         throw new AcquirerTransientError(
           'acquirer answered a transient error',
           'acquirer_transient',

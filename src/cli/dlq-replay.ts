@@ -11,7 +11,7 @@ const USAGE = 'usage: dlq:replay -- --event-id <uuid> | --all | --list';
  * `npm run dlq:replay -- --event-id <id>` or `-- --all`: puts dead letters back on the payments
  * topic with their original event id and prints one JSON line with what was replayed. Letters
  * are read from the dead-letter topic and from `dead_letters` (DATABASE_URL), which keeps every
- * dead job's letter while the job is dead, after the topic's retention dropped it (DESIGN 109).
+ * dead job's letter while the job is dead, after the topic's retention dropped it (DESIGN 111).
  * `-- --list` replays nothing: it prints one JSON line per dead letter without an event id
  * (partition, offset, error, headers, the raw value in base64 and as text when it is UTF-8).
  */

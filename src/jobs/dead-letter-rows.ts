@@ -9,7 +9,7 @@ export interface StoredLetterRow {
 }
 
 /**
- * The stored dead letters `dlq:replay` may put back (DESIGN 109): the latest letter of every job
+ * The stored dead letters `dlq:replay` may put back (DESIGN 111): the latest letter of every job
  * that is still dead, and the letters of refused records (no job) that carry an event id. A
  * letter of a job that is no longer dead (replayed and settled, or pending again) has nothing
  * left to replay. Unpublished letters count too: replaying does not need the topic's copy.

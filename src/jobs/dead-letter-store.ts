@@ -125,7 +125,7 @@ const PURGE_MAX_BATCHES = 10;
 /**
  * Deletes letters published more than `retentionSeconds` ago, a batch at a time (a bounded
  * number per call). Unpublished letters are never deleted: they are the only copy. Neither is the
- * letter of a job that is still dead, however old (DESIGN 109): `dlq:replay` reads it from here
+ * letter of a job that is still dead, however old (DESIGN 111): `dlq:replay` reads it from here
  * once the topic's retention has dropped it. Returns how many rows went.
  */
 export async function purgePublishedDeadLetters(

@@ -174,7 +174,7 @@ function assertOwned(
  * claim counted (the call never went out, or was only an inquiry); `notSent` counts a call that
  * never reached the other side and leaves the retry window unstarted; `needsInquiry` sets or
  * clears the inquiry as the next step (absent: unchanged); `lastInquiry` records an inquiry's
- * answer; `keepLastError` keeps the job's last error if any (not an attempt, DESIGN 110).
+ * answer; `keepLastError` keeps the job's last error if any (not an attempt, DESIGN 112).
  */
 export interface RetryMarks {
   giveBack?: boolean;

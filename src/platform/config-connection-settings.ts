@@ -119,7 +119,7 @@ export const connectionSettings = {
     .default('payments.settlement.dlq')
     .describe('Topic of settlement dead letters.'),
   /**
-   * The dead-letter topic's `retention.ms`, set when the service creates it (DESIGN 109): the
+   * The dead-letter topic's `retention.ms`, set when the service creates it (DESIGN 111): the
    * broker's default (7 days) dropped letters still to be replayed. Dead jobs' letters are also
    * kept in `dead_letters` while the job is dead; this bounds how long the topic shows them.
    */

@@ -202,7 +202,7 @@ export const pipelineSettings = {
     .describe('Published outbox rows are deleted after this long.'),
   /**
    * A refused record's letter: the topic is the record, the row only the way there. A dead job's
-   * letter stays while the job is dead, whatever its age (DESIGN 109).
+   * letter stays while the job is dead, whatever its age (DESIGN 111).
    */
   DEAD_LETTER_RETENTION_SECONDS: integer(0, 90 * 86_400)
     .default(7 * 86_400)

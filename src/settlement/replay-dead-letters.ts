@@ -15,7 +15,7 @@ export interface ReplayRequest {
   select: { eventId: string } | { all: true };
   /**
    * Also read the stored letters (`dead_letters`, as its owner): every dead job's letter is kept
-   * there while the job is dead, after the topic's retention dropped it (DESIGN 109).
+   * there while the job is dead, after the topic's retention dropped it (DESIGN 111).
    */
   database?: Queryable;
 }

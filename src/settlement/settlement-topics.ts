@@ -3,7 +3,7 @@ import { ensureTopics, type Admin } from '../platform/kafka.js';
 
 /**
  * The topics settlement reads and writes, created when missing: the payments topic, and the
- * dead-letter topic with an explicit retention (KAFKA_TOPIC_DLQ_RETENTION_SECONDS, DESIGN 109)
+ * dead-letter topic with an explicit retention (KAFKA_TOPIC_DLQ_RETENTION_SECONDS, DESIGN 111)
  * rather than the broker's default. Existing topics are left as they are (kafkajs has no
  * incremental config change; docs/operations.md shows how to set it on an existing topic).
  */

@@ -28,7 +28,7 @@ import {
 } from '../support/settlement-harness.js';
 
 /**
- * Issue 36 item 4 (DESIGN 109): a dead letter is replayable for as long as its job is dead. Its
+ * Issue 36 item 4 (DESIGN 111): a dead letter is replayable for as long as its job is dead. Its
  * row outlives DEAD_LETTER_RETENTION_SECONDS while the job is dead, `dlq:replay` reads it from
  * Postgres when the topic no longer has it, and the revived job asks the acquirer's books by
  * idempotency key before it sends: 8 days on, one charge, whether or not the charge went through

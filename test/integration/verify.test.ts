@@ -85,7 +85,7 @@ describe('npm run verify', () => {
     expect(report.events?.distinct).toBe(9);
     expect(report.deadLetters?.eventIds).toBe(1);
     // tok_unavailable: the acquirer answered a retryable error for the whole window, a legitimate
-    // dead letter with its own reason, not an outage (DESIGN 110).
+    // dead letter with its own reason, not an outage (DESIGN 112).
     expect(report.deadLetters?.byReason).toEqual({ acquirer_transient: 1 });
 
     const text = await verifyCli('--grace', '0');

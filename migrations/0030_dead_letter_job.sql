@@ -1,6 +1,6 @@
 -- Up Migration
 
--- Issue 36 (DESIGN 109): a dead letter stays replayable for as long as its job is dead. The
+-- Issue 36 (DESIGN 111): a dead letter stays replayable for as long as its job is dead. The
 -- letter names its job (job_kind 'settlement' or 'refund', job_id the payment or refund id) so
 -- the retention purge keeps every letter whose job is still dead, and `dlq:replay` can read the
 -- letters of dead jobs from here when the dead-letter topic no longer has them. Letters of
