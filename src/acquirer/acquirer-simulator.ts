@@ -144,9 +144,11 @@ export function createAcquirerSimulator(pool: Pool, options: SimulatorOptions): 
         throw new AcquirerTransientError('acquirer did not answer', 'acquirer_timeout', 'unknown');
       }
       if (!answer) {
+        // Answered (processed: true on the wire): not `acquirer_unavailable`, which names a call
+        // that never reached the acquirer (DESIGN 112).
         throw new AcquirerTransientError(
-          'acquirer temporarily unavailable',
-          'acquirer_unavailable',
+          'acquirer answered a transient error',
+          'acquirer_transient',
         );
       }
       return answer;

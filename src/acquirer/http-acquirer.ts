@@ -107,7 +107,7 @@ export function failureOf({ status, headers, json }: WireAnswer): AcquirerTransi
   if (status === 503) {
     const processed = body.success ? body.data.processed : undefined;
     if (processed === true) {
-      return new AcquirerTransientError(message, bodyClass ?? 'acquirer_unavailable', 'answered');
+      return new AcquirerTransientError(message, bodyClass ?? 'acquirer_transient', 'answered');
     }
     if (processed === false || retryAfter !== undefined) {
       return new AcquirerTransientError(message, 'acquirer_unavailable', 'not_sent', retryAfter);

@@ -85,9 +85,11 @@ export function createRefundSimulator(pool: Pool): Required<RefundAcquirer> {
       signal.throwIfAborted();
       const answer = await decide(request);
       if (!answer) {
+        // Answered (processed: true on the wire): not `acquirer_unavailable`, which names a call
+        // that never reached the acquirer (DESIGN 112).
         throw new AcquirerTransientError(
-          'acquirer temporarily unavailable',
-          'acquirer_unavailable',
+          'acquirer answered a transient error',
+          'acquirer_transient',
         );
       }
       return answer;

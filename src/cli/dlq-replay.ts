@@ -3,13 +3,15 @@ import { loadConfig } from '../platform/config.js';
 import { createKafka } from '../platform/kafka.js';
 import { createLogger } from '../platform/logger.js';
 import { listUnreadableDeadLetters, replayDeadLetters } from '../settlement/replay-dead-letters.js';
-import { runCli, UsageError } from './run-cli.js';
+import { runCli, UsageError, withPool } from './run-cli.js';
 
 const USAGE = 'usage: dlq:replay -- --event-id <uuid> | --all | --list';
 
 /**
  * `npm run dlq:replay -- --event-id <id>` or `-- --all`: puts dead letters back on the payments
- * topic with their original event id and prints one JSON line with what was replayed.
+ * topic with their original event id and prints one JSON line with what was replayed. Letters
+ * are read from the dead-letter topic and from `dead_letters` (DATABASE_URL), which keeps every
+ * dead job's letter while the job is dead, after the topic's retention dropped it (DESIGN 111).
  * `-- --list` replays nothing: it prints one JSON line per dead letter without an event id
  * (partition, offset, error, headers, the raw value in base64 and as text when it is UTF-8).
  */
@@ -37,15 +39,18 @@ async function main(): Promise<void> {
       for (const letter of letters) process.stdout.write(`${JSON.stringify(letter)}\n`);
       return;
     }
-    const result = await replayDeadLetters(
-      kafka,
-      admin,
-      {
-        dlqTopic: config.KAFKA_TOPIC_DLQ,
-        mainTopic: config.KAFKA_TOPIC_PAYMENTS,
-        select: eventId === undefined ? { all: true } : { eventId },
-      },
-      logger,
+    const result = await withPool('dlq-replay', (database) =>
+      replayDeadLetters(
+        kafka,
+        admin,
+        {
+          dlqTopic: config.KAFKA_TOPIC_DLQ,
+          mainTopic: config.KAFKA_TOPIC_PAYMENTS,
+          select: eventId === undefined ? { all: true } : { eventId },
+          database,
+        },
+        logger,
+      ),
     );
     process.stdout.write(`${JSON.stringify(result)}\n`);
     if (eventId !== undefined && result.replayed.length === 0) {

@@ -42,6 +42,7 @@ export async function deadLetterJob(
       dedupKey: `${jobs.kind}:${job.id}:${replayToken ?? ''}`,
       eventId: letter.eventId,
       topic: deadLetters.topic,
+      ...(jobs.kind === 'webhook' ? {} : { job: { kind: jobs.kind, id: job.id } }),
       record: toDeadLetter(letter.record, {
         eventId: letter.eventId,
         errorClass: failure.errorClass,

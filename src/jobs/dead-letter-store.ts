@@ -16,14 +16,17 @@ export interface StoredDeadLetter {
   eventId: string | null;
   topic: string;
   record: ProducerRecord;
+  /** The dead job it stands for (a poison record's letter has none): kept while it is dead. */
+  job?: { kind: 'settlement' | 'refund'; id: string };
 }
 
 /** Stores a dead letter once per dedup key; true when this call stored it. */
 export async function storeDeadLetter(db: Queryable, letter: StoredDeadLetter): Promise<boolean> {
   const { rowCount } = await db.query({
     name: 'dead-letters.store',
-    text: `INSERT INTO dead_letters (dedup_key, event_id, topic, message_key, message_value, headers)
-           VALUES ($1, $2, $3, $4, $5, $6)
+    text: `INSERT INTO dead_letters
+             (dedup_key, event_id, topic, message_key, message_value, headers, job_kind, job_id)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
            ON CONFLICT (dedup_key) DO NOTHING`,
     values: [
       letter.dedupKey,
@@ -34,6 +37,8 @@ export async function storeDeadLetter(db: Queryable, letter: StoredDeadLetter): 
         ? letter.record.value
         : Buffer.from(letter.record.value, 'utf8'),
       JSON.stringify(letter.record.headers),
+      letter.job?.kind ?? null,
+      letter.job?.id ?? null,
     ],
   });
   return rowCount === 1;
@@ -119,8 +124,9 @@ const PURGE_MAX_BATCHES = 10;
 
 /**
  * Deletes letters published more than `retentionSeconds` ago, a batch at a time (a bounded
- * number per call). Unpublished letters are never deleted: they are the only copy. Returns how
- * many rows went.
+ * number per call). Unpublished letters are never deleted: they are the only copy. Neither is the
+ * letter of a job that is still dead, however old (DESIGN 111): `dlq:replay` reads it from here
+ * once the topic's retention has dropped it. Returns how many rows went.
  */
 export async function purgePublishedDeadLetters(
   db: Queryable,
@@ -131,9 +137,15 @@ export async function purgePublishedDeadLetters(
     const { rowCount } = await db.query({
       name: 'dead-letters.purge',
       text: `DELETE FROM dead_letters WHERE id IN (
-               SELECT id FROM dead_letters
-                WHERE published_at < now() - make_interval(secs => $1::double precision)
-                ORDER BY id LIMIT $2)`,
+               SELECT d.id FROM dead_letters d
+                WHERE d.published_at < now() - make_interval(secs => $1::double precision)
+                  AND NOT EXISTS (SELECT 1 FROM settlement_jobs j
+                                   WHERE d.job_kind = 'settlement' AND j.payment_id = d.job_id
+                                     AND j.state = 'dead')
+                  AND NOT EXISTS (SELECT 1 FROM refund_jobs j
+                                   WHERE d.job_kind = 'refund' AND j.refund_id = d.job_id
+                                     AND j.state = 'dead')
+                ORDER BY d.id LIMIT $2)`,
       values: [retentionSeconds, PURGE_BATCH_SIZE],
     });
     deleted += rowCount ?? 0;

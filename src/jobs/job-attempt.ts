@@ -88,7 +88,7 @@ export function createJobAttempt<J extends ClaimedJob, F>(deps: AttemptDeps<J, F
   function gateRefuses(job: J): Promise<JobOutcome<J, F>> | null {
     if (!gate || gate.tryCall()) return null;
     const failure = { ...GATE_OPEN, notBeforeMs: gate.blockedForMs() };
-    return retry(job, failure, { giveBack: !job.exhausted, notSent: true });
+    return retry(job, failure, { giveBack: !job.exhausted, notSent: true, keepLastError: true });
   }
 
   async function complete(job: J, final: F): Promise<JobOutcome<J, F>> {
@@ -111,7 +111,11 @@ export function createJobAttempt<J extends ClaimedJob, F>(deps: AttemptDeps<J, F
     if (answer.kind === 'found') return complete(job, answer.final);
     if (answer.kind === 'failure') {
       // An inquiry changes nothing on the other side: its failure is never an attempt.
-      const marks = { giveBack: !job.exhausted, notSent: answer.failure.delivery === 'not_sent' };
+      const marks = {
+        giveBack: !job.exhausted,
+        notSent: answer.failure.delivery === 'not_sent',
+        keepLastError: true,
+      };
       return retry(job, answer.failure, marks);
     }
     if (job.exhausted || windowElapsed(job)) {
@@ -142,6 +146,7 @@ export function createJobAttempt<J extends ClaimedJob, F>(deps: AttemptDeps<J, F
       return retry(job, failure, {
         giveBack: true,
         notSent: true,
+        keepLastError: true,
         needsInquiry: false,
         ...inquiry,
       });

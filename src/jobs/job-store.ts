@@ -174,13 +174,14 @@ function assertOwned(
  * claim counted (the call never went out, or was only an inquiry); `notSent` counts a call that
  * never reached the other side and leaves the retry window unstarted; `needsInquiry` sets or
  * clears the inquiry as the next step (absent: unchanged); `lastInquiry` records an inquiry's
- * answer.
+ * answer; `keepLastError` keeps the job's last error if any (not an attempt, DESIGN 112).
  */
 export interface RetryMarks {
   giveBack?: boolean;
   notSent?: boolean;
   needsInquiry?: boolean;
   lastInquiry?: string;
+  keepLastError?: boolean;
 }
 
 /**
@@ -209,7 +210,8 @@ export async function retryJob(
                                     ELSE coalesce(first_failure_at, now()) END,
             needs_inquiry = coalesce($8, needs_inquiry),
             last_inquiry = coalesce($9, last_inquiry),
-            last_failure_at = now(), last_error_class = $3, last_error = $4
+            last_failure_at = now(), last_error = CASE WHEN $10 THEN coalesce(last_error, $4) ELSE $4 END,
+            last_error_class = CASE WHEN $10 THEN coalesce(last_error_class, $3) ELSE $3 END
       WHERE ${jobs.idColumn} = $1 AND lease_owner = $5`,
     values: [
       job.id,
@@ -221,6 +223,7 @@ export async function retryJob(
       marks.notSent ?? false,
       marks.needsInquiry ?? null,
       marks.lastInquiry ?? null,
+      marks.keepLastError ?? false,
     ],
   });
   assertOwned(rowCount, jobs, job, write);

@@ -118,6 +118,16 @@ export const connectionSettings = {
   KAFKA_TOPIC_DLQ: topicName
     .default('payments.settlement.dlq')
     .describe('Topic of settlement dead letters.'),
+  /**
+   * The dead-letter topic's `retention.ms`, set when the service creates it (DESIGN 111): the
+   * broker's default (7 days) dropped letters still to be replayed. Dead jobs' letters are also
+   * kept in `dead_letters` while the job is dead; this bounds how long the topic shows them.
+   */
+  KAFKA_TOPIC_DLQ_RETENTION_SECONDS: integer(3_600, 3_650 * 86_400)
+    .default(30 * 86_400)
+    .describe(
+      'Retention of the dead-letter topic (retention.ms), when the service creates it; an existing topic is not altered.',
+    ),
   /** Partitions bound the consumer's parallelism: 12 lets one slow partition hold 1/12 of it. */
   KAFKA_TOPIC_PARTITIONS: integer(1, 1_000)
     .default(12)

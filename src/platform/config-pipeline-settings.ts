@@ -200,10 +200,13 @@ export const pipelineSettings = {
   OUTBOX_RETENTION_SECONDS: integer(0, 30 * 86_400)
     .default(3_600)
     .describe('Published outbox rows are deleted after this long.'),
-  /** The topic is the record; the row is only the way there (and the dedup of its letter). */
+  /**
+   * A refused record's letter: the topic is the record, the row only the way there. A dead job's
+   * letter stays while the job is dead, whatever its age (DESIGN 111).
+   */
   DEAD_LETTER_RETENTION_SECONDS: integer(0, 90 * 86_400)
     .default(7 * 86_400)
     .describe(
-      'Dead letters already published to the dead-letter topic are deleted after this long.',
+      'Dead letters already published to the dead-letter topic are deleted after this long, except those of jobs still dead.',
     ),
 };

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Admin, ConsumedRecord, KafkaClient, ProducerRecord } from '../platform/kafka.js';
 import { createIdempotentProducer, publish, readTopicToEnd } from '../platform/kafka.js';
+import type { Queryable } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
+import { readReplayableDeadLetters } from '../jobs/dead-letter-rows.js';
 import { traceContextHeaders } from '../outbox/trace-context.js';
 import { DLQ_HEADERS, REPLAY_TOKEN_HEADER } from '../jobs/dead-letter.js';
 
@@ -11,10 +13,20 @@ export interface ReplayRequest {
   mainTopic: string;
   /** One event id, or every dead letter that has one. */
   select: { eventId: string } | { all: true };
+  /**
+   * Also read the stored letters (`dead_letters`, as its owner): every dead job's letter is kept
+   * there while the job is dead, after the topic's retention dropped it (DESIGN 111).
+   */
+  database?: Queryable;
 }
 
 export interface ReplayResult {
+  /** Dead letters read from the topic. */
   scanned: number;
+  /** Stored letters of dead jobs read from the database (0 without `database`). */
+  stored: number;
+  /** Of the replayed event ids, those whose letter only the database still had. */
+  fromDatabase: number;
   replayed: string[];
   /**
    * Dead letters without an event id (no readable CloudEvent id, no `ce_id`): nothing to replay
@@ -37,12 +49,23 @@ export async function replayDeadLetters(
   request: ReplayRequest,
   logger: Logger,
 ): Promise<ReplayResult> {
-  const result: ReplayResult = { scanned: 0, replayed: [], skippedWithoutEventId: 0 };
+  const result: ReplayResult = {
+    scanned: 0,
+    stored: 0,
+    fromDatabase: 0,
+    replayed: [],
+    skippedWithoutEventId: 0,
+  };
   const chosen = await chooseDeadLetters(kafka, admin, request, result, randomUUID());
   await republish(kafka, chosen);
   result.replayed = [...chosen.keys()];
   logger.info(
-    { scanned: result.scanned, replayed: result.replayed.length },
+    {
+      scanned: result.scanned,
+      stored: result.stored,
+      from_database: result.fromDatabase,
+      replayed: result.replayed.length,
+    },
     'dead letters replayed',
   );
   return result;
@@ -53,7 +76,10 @@ interface ChosenRecord {
   record: ProducerRecord;
 }
 
-/** Reads the dead-letter topic to its current end; the last dead letter per selected event id. */
+/**
+ * Reads the dead-letter topic to its current end (the last dead letter per selected event id),
+ * then the stored letters of dead jobs for the event ids the topic no longer has.
+ */
 async function chooseDeadLetters(
   kafka: KafkaClient,
   admin: Admin,
@@ -67,19 +93,41 @@ async function chooseDeadLetters(
     const headers = record.headers;
     const eventId = headers[DLQ_HEADERS.eventId];
     if (eventId === undefined) result.skippedWithoutEventId++;
-    else if ('all' in request.select || request.select.eventId === eventId) {
-      const value = record.value?.toString() ?? '';
-      chosen.set(eventId, {
-        topic: headers[DLQ_HEADERS.originalTopic] ?? request.mainTopic,
-        record: {
-          key: record.key ?? '',
-          value,
-          headers: { ...cloudEventHeaders(value, eventId), [REPLAY_TOKEN_HEADER]: replayToken },
-        },
-      });
+    else if (selected(request, eventId)) {
+      chosen.set(eventId, replayCopy(request, eventId, record.key, record.value, headers));
     }
   });
+  const stored = request.database ? await readReplayableDeadLetters(request.database) : [];
+  result.stored = stored.length;
+  for (const letter of stored) {
+    if (!selected(request, letter.eventId) || chosen.has(letter.eventId)) continue;
+    chosen.set(
+      letter.eventId,
+      replayCopy(request, letter.eventId, letter.key, letter.value, letter.headers),
+    );
+    result.fromDatabase++;
+  }
+  for (const record of chosen.values()) record.record.headers[REPLAY_TOKEN_HEADER] = replayToken;
   return chosen;
+}
+
+function selected(request: ReplayRequest, eventId: string): boolean {
+  return 'all' in request.select || request.select.eventId === eventId;
+}
+
+/** The copy put back on the original topic: the letter's key and value, its `ce_*` headers. */
+function replayCopy(
+  request: ReplayRequest,
+  eventId: string,
+  key: string | null,
+  raw: Buffer | null,
+  letterHeaders: Record<string, string>,
+): ChosenRecord {
+  const value = raw?.toString() ?? '';
+  return {
+    topic: letterHeaders[DLQ_HEADERS.originalTopic] ?? request.mainTopic,
+    record: { key: key ?? '', value, headers: cloudEventHeaders(value, eventId) },
+  };
 }
 
 /** A dead letter with no event id: nothing to replay it as, shown to an operator as it is. */

@@ -149,11 +149,38 @@ describe('acquirer failures by kind', () => {
     expect(dead.attempts).toBeGreaterThan(5);
     const letters = await readTopic(h.platform.kafka, h.config.KAFKA_TOPIC_DLQ, 1);
     expect(letters[0]?.headers).toMatchObject({
-      [DLQ_HEADERS.errorClass]: 'acquirer_unavailable',
+      [DLQ_HEADERS.errorClass]: 'acquirer_transient',
       [DLQ_HEADERS.attempts]: String(dead.attempts),
       [DLQ_HEADERS.lastInquiry]: 'none',
       [DLQ_HEADERS.notSent]: '0',
     });
+  });
+
+  it('when an outage comes between retryable answers, then its refused calls do not replace the last error: the letter names the answers (acquirer_transient), not the outage', async () => {
+    const h = await settlementCalling(acquirerUrl, {
+      SETTLEMENT_MAX_ATTEMPTS: '1000',
+      SETTLEMENT_RETRY_WINDOW_SECONDS: '3',
+    });
+    const id = await paymentOf(h, 'tok_unavailable');
+    await eventually('a retryable answer', async () => {
+      const row = await job(id);
+      return row && row.attempts > 0 ? row : undefined;
+    });
+    fault('unavailable');
+    const waiting = await eventually('refused calls', async () => {
+      const row = await job(id);
+      return row && row.not_sent >= 2 ? row : undefined;
+    });
+    expect(waiting).toMatchObject({ state: 'pending', last_error_class: 'acquirer_transient' });
+    fault('none');
+    await eventually('dead after the window', async () => {
+      const row = await job(id);
+      return row?.state === 'dead' ? row : undefined;
+    });
+    const letters = await readTopic(h.platform.kafka, h.config.KAFKA_TOPIC_DLQ, 1);
+    const letter = letters.find((l) => l.key === id);
+    expect(letter?.headers[DLQ_HEADERS.errorClass]).toBe('acquirer_transient');
+    expect(Number(letter?.headers[DLQ_HEADERS.notSent])).toBeGreaterThanOrEqual(2);
   });
 
   it('when the outcome stays unknown past the window, then the acquirer is asked before the dead letter, and the letter carries its "not found"', async () => {

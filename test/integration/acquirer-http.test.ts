@@ -78,11 +78,13 @@ describe('acquirer over HTTP', () => {
     });
   });
 
-  it('when the acquirer is unavailable, then the call fails as transient and nothing is charged', async () => {
+  it('when the acquirer answers a retryable error (tok_unavailable), then the call fails as transient, answered (not acquirer_unavailable), and nothing is charged', async () => {
     const request = charge('tok_unavailable');
     const failure = await acquirer.charge(request, noTimeout()).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(AcquirerTransientError);
-    expect(classifyAcquirerFailure(failure).errorClass).toBe('acquirer_unavailable');
+    const classified = classifyAcquirerFailure(failure);
+    expect(classified.errorClass).toBe('acquirer_transient');
+    expect(classified.delivery).toBeUndefined(); // answered: a counted attempt
     expect(await charges(request.idempotencyKey)).toEqual([]);
   });
 

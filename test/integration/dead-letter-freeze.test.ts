@@ -146,7 +146,7 @@ describe('dead letters while Kafka is frozen', () => {
         expect(letters).toHaveLength(1);
         expect(letters[0]?.headers).toMatchObject({
           [DLQ_HEADERS.attempts]: '2',
-          [DLQ_HEADERS.errorClass]: 'acquirer_unavailable',
+          [DLQ_HEADERS.errorClass]: 'acquirer_transient',
         });
       } finally {
         await admin.disconnect();

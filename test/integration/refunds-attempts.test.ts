@@ -202,7 +202,7 @@ describe('refund attempt limit', () => {
     expect(letters.map((r) => r.headers)).toEqual([
       expect.objectContaining({
         [DLQ_HEADERS.attempts]: String(MAX_ATTEMPTS),
-        [DLQ_HEADERS.errorClass]: 'acquirer_unavailable',
+        [DLQ_HEADERS.errorClass]: 'acquirer_transient',
       }),
     ]);
   });

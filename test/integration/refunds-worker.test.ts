@@ -128,7 +128,7 @@ describe('the refund worker', () => {
     expect(letter).toBeDefined();
     expect(letter?.key).toBe(paymentId);
     expect(letter?.headers).toMatchObject({
-      dlq_error_class: 'acquirer_unavailable',
+      dlq_error_class: 'acquirer_transient',
       dlq_attempts: '3',
     });
     expect(JSON.parse(letter?.value?.toString() ?? '{}')).toMatchObject({
@@ -153,7 +153,7 @@ describe('the refund worker', () => {
       .reduce((sum, [, n]) => sum + n, 0);
     expect(transient).toBe(5);
     expect(await values('refunds_completed_total')).toEqual({ succeeded: 2, failed: 1 });
-    expect(await values('settlement_dead_letters_total')).toEqual({ acquirer_unavailable: 1 });
+    expect(await values('settlement_dead_letters_total')).toEqual({ acquirer_transient: 1 });
   });
 
   it('when every refund above is worked, then the verifier finds no refund violation (and one it plants)', async () => {

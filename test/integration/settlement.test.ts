@@ -119,7 +119,7 @@ describe('settlement consumer', () => {
     const letter = letters.find((l) => l.headers[DLQ_HEADERS.eventId] === eventId);
     expect(letter?.key).toBe(id);
     expect(letter?.headers).toMatchObject({
-      [DLQ_HEADERS.errorClass]: 'acquirer_unavailable',
+      [DLQ_HEADERS.errorClass]: 'acquirer_transient',
       [DLQ_HEADERS.attempts]: '5',
       [DLQ_HEADERS.originalTopic]: harness.config.KAFKA_TOPIC_PAYMENTS,
     });

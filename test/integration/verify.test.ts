@@ -84,9 +84,13 @@ describe('npm run verify', () => {
     // 5 payment.created, 3 settled, 1 failed; the dead-lettered one has no result.
     expect(report.events?.distinct).toBe(9);
     expect(report.deadLetters?.eventIds).toBe(1);
+    // tok_unavailable: the acquirer answered a retryable error for the whole window, a legitimate
+    // dead letter with its own reason, not an outage (DESIGN 112).
+    expect(report.deadLetters?.byReason).toEqual({ acquirer_transient: 1 });
 
     const text = await verifyCli('--grace', '0');
     expect(text.code).toBe(0);
+    expect(text.stdout).toContain('by reason: 1 acquirer_transient');
     expect(text.stdout).toContain('violations    none');
   });
 
@@ -240,6 +244,46 @@ describe('npm run verify', () => {
     expect(result.stdout).toContain('duplicate_event_ids x1');
     expect(result.stdout).toMatch(/wrong_event_id x\d/);
     expect(result.stdout).toContain(paymentId);
+  });
+
+  it('when a charge is dead-lettered for a call that never reached the acquirer, then it exits 1 naming acquirer_unavailable_dead_letter, and counts it by reason', async () => {
+    const paymentId = ids.visa2 ?? '';
+    const eventId = paymentEventId(paymentId, 'payment.created');
+    const before = JSON.parse((await verifyCli('--grace', '0', '--json')).stdout) as VerifyReport;
+    expect(before.counts.acquirer_unavailable_dead_letter).toBeUndefined();
+
+    // What an outage cost a payment before issue 36: refused calls counted, then the DLQ.
+    await publishRaw(api.platform.config.KAFKA_TOPIC_DLQ, [
+      {
+        key: paymentId,
+        value: JSON.stringify({ id: eventId }),
+        headers: {
+          [DLQ_HEADERS.eventId]: eventId,
+          [DLQ_HEADERS.errorClass]: 'acquirer_unavailable',
+          [DLQ_HEADERS.originalTopic]: api.platform.config.KAFKA_TOPIC_PAYMENTS,
+          [DLQ_HEADERS.originalPartition]: '0',
+          [DLQ_HEADERS.originalOffset]: '0',
+        },
+      },
+    ]);
+    const result = await verifyCli('--grace', '0', '--json');
+    expect(result.code).toBe(1);
+    const report = JSON.parse(result.stdout) as VerifyReport;
+    expect(report.counts.acquirer_unavailable_dead_letter).toBe(1);
+    expect(report.violations).toContainEqual({
+      code: 'acquirer_unavailable_dead_letter',
+      paymentId,
+      detail: `dead letter ${eventId}: acquirer_unavailable`,
+    });
+    expect(report.deadLetters?.byReason).toMatchObject({
+      acquirer_transient: 1,
+      acquirer_unavailable: 1,
+    });
+    // A scope without that payment does not judge its letter.
+    const scoped = await verifyCli('--grace', '0', '--key-prefix', 'world-', '--json');
+    expect(
+      (JSON.parse(scoped.stdout) as VerifyReport).counts.acquirer_unavailable_dead_letter,
+    ).toBeUndefined();
   });
 
   it('when the arguments are wrong, then it exits 2 with the usage', async () => {

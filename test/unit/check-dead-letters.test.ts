@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DLQ_HEADERS, REPLAY_TOKEN_HEADER } from '../../src/jobs/dead-letter.js';
 import type { ConsumedRecord } from '../../src/platform/kafka.js';
-import { checkDeadLetters } from '../../tools/verify/check-dead-letters.js';
+import { checkDeadLetterReasons, checkDeadLetters } from '../../tools/verify/check-dead-letters.js';
 import { createDeadLetterLog, createEventLog } from '../../tools/verify/event-log.js';
 
 const PAYMENT = '0193a000-0000-7000-8000-000000000001';
@@ -82,5 +82,58 @@ describe('checkDeadLetters (verify: every exhausted charge and refund dead-lette
 
   it('when the letters belong to a payment outside the scope, then they are not judged', () => {
     expect(judge([letter('10'), letter('10')], [], ['some-other-payment'])).toEqual([]);
+  });
+});
+
+describe('checkDeadLetterReasons (verify: dead letters by reason; none for an outage)', () => {
+  function reasons(classes: (string | undefined)[], scope: string[] | null = null) {
+    const log = createDeadLetterLog();
+    for (const errorClass of classes) {
+      const record = letter('10');
+      if (errorClass !== undefined) record.headers[DLQ_HEADERS.errorClass] = errorClass;
+      log.add(record);
+    }
+    return checkDeadLetterReasons(log.reasons, scope ? new Set(scope) : null);
+  }
+
+  it('when letters were answered (tok_unavailable, a timeout past the window, poison), then they are counted by reason and none is a violation', () => {
+    const result = reasons([
+      'acquirer_transient',
+      'acquirer_transient',
+      'acquirer_timeout',
+      'malformed_json',
+      undefined,
+    ]);
+    expect(result.violations).toEqual([]);
+    expect(result.byReason).toEqual({
+      acquirer_transient: 2,
+      acquirer_timeout: 1,
+      malformed_json: 1,
+      unknown: 1,
+    });
+  });
+
+  it('when a letter says the acquirer was never reached, then each is a violation naming the payment', () => {
+    const result = reasons(['acquirer_unavailable', 'acquirer_breaker_open', 'acquirer_transient']);
+    expect(result.violations).toEqual([
+      {
+        code: 'acquirer_unavailable_dead_letter',
+        paymentId: PAYMENT,
+        detail: `dead letter ${CREATED}: acquirer_unavailable`,
+      },
+      {
+        code: 'acquirer_unavailable_dead_letter',
+        paymentId: PAYMENT,
+        detail: `dead letter ${CREATED}: acquirer_breaker_open`,
+      },
+    ]);
+    expect(result.byReason).toMatchObject({ acquirer_unavailable: 1, acquirer_transient: 1 });
+  });
+
+  it('when a scope leaves the payment out, then its letters are neither counted nor judged', () => {
+    expect(reasons(['acquirer_unavailable'], ['some-other-payment'])).toEqual({
+      byReason: {},
+      violations: [],
+    });
   });
 });

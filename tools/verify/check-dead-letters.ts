@@ -1,4 +1,4 @@
-import type { DeadLetterCopies } from './event-log.js';
+import type { DeadLetterCopies, DeadLetterReason } from './event-log.js';
 import type { Violation } from './violation.js';
 
 /**
@@ -39,4 +39,42 @@ export function checkDeadLetters(
       violations.push({ code: 'duplicate_dead_letter', paymentId, detail: problems.join('; ') });
   }
   return violations;
+}
+
+/**
+ * Error classes of a call that never reached the acquirer (DESIGN 106, 110): refused, a connect
+ * that timed out or 503 before processing (`acquirer_unavailable`), 429, the breaker open. Such a
+ * call is not an attempt and never dead-letters a job, so a letter with one of them is an outage
+ * that cost a payment. The simulator's retryable answers (`tok_unavailable`, `tok_transient_N`,
+ * a random transient failure) are `acquirer_transient`: answered, legitimately dead-lettered
+ * after the retry window.
+ */
+export const NOT_SENT_ERROR_CLASSES: ReadonlySet<string> = new Set([
+  'acquirer_unavailable',
+  'acquirer_rate_limited',
+  'acquirer_breaker_open',
+]);
+
+/**
+ * Dead letters counted by reason (error class), those of `paymentIds` only when given (a
+ * scope), and one `acquirer_unavailable_dead_letter` violation per letter whose reason says
+ * the acquirer was never reached. Pure.
+ */
+export function checkDeadLetterReasons(
+  reasons: readonly DeadLetterReason[],
+  paymentIds: ReadonlySet<string> | null,
+): { byReason: Record<string, number>; violations: Violation[] } {
+  const byReason: Record<string, number> = {};
+  const violations: Violation[] = [];
+  for (const letter of reasons) {
+    if (paymentIds && (letter.key === null || !paymentIds.has(letter.key))) continue;
+    byReason[letter.errorClass] = (byReason[letter.errorClass] ?? 0) + 1;
+    if (NOT_SENT_ERROR_CLASSES.has(letter.errorClass))
+      violations.push({
+        code: 'acquirer_unavailable_dead_letter',
+        ...(letter.key === null ? {} : { paymentId: letter.key }),
+        detail: `dead letter ${letter.eventId ?? 'without an event id'}: ${letter.errorClass}`,
+      });
+  }
+  return { byReason, violations };
 }

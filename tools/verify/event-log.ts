@@ -118,19 +118,34 @@ export interface DeadLetterCopies {
   bySource: Map<string, number>;
 }
 
+/** Why one letter was written: its key (the payment id, for charges and refunds) and error class. */
+export interface DeadLetterReason {
+  key: string | null;
+  eventId: string | null;
+  /** `dlq_error_class`, or `unknown` when the letter has none. */
+  errorClass: string;
+}
+
 /** The dead-letter topic: how many dead letters each event id has, and where they came from. */
 export function createDeadLetterLog() {
   const byEventId = new Map<string, number>();
   const copies = new Map<string, DeadLetterCopies>();
+  const reasons: DeadLetterReason[] = [];
   let records = 0;
   let withoutEventId = 0;
   return {
     byEventId,
     copies,
+    reasons,
     counts: () => ({ read: records, eventIds: byEventId.size, withoutEventId }),
     add(record: ConsumedRecord): void {
       records++;
       const eventId = record.headers[DLQ_HEADERS.eventId];
+      reasons.push({
+        key: record.key,
+        eventId: eventId ?? null,
+        errorClass: record.headers[DLQ_HEADERS.errorClass] ?? 'unknown',
+      });
       if (eventId === undefined) {
         withoutEventId++;
         return;

@@ -29,7 +29,7 @@ export function formatReport(report: VerifyReport, examplesPerCode = 5): string 
       : []),
     deadLetters
       ? `  dead letters  ${deadLetters.read} read, ${deadLetters.eventIds} event ids, ` +
-        `${deadLetters.withoutEventId} without an event id`
+        `${deadLetters.withoutEventId} without an event id; by reason: ${byReason(deadLetters.byReason)}`
       : '  dead letters  not read (no Kafka)',
     `  webhooks      ${webhooks.endpoints} endpoints, ${webhooks.events} stored events, ` +
       `${deliveries.total} deliveries: ${deliveries.delivered} delivered, ` +
@@ -58,4 +58,10 @@ export function formatReport(report: VerifyReport, examplesPerCode = 5): string 
       lines.push(`      ... and ${examples.length - examplesPerCode} more`);
   }
   return lines.join('\n');
+}
+
+/** `3 acquirer_transient, 1 malformed_json`, most first; `none` when there are none. */
+function byReason(counts: Record<string, number>): string {
+  const entries = Object.entries(counts).sort(([a, m], [b, n]) => n - m || a.localeCompare(b));
+  return entries.length === 0 ? 'none' : entries.map(([reason, n]) => `${n} ${reason}`).join(', ');
 }

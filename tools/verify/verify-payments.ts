@@ -1,6 +1,6 @@
 import type { Queryable } from '../../src/platform/db.js';
 import type { Admin, KafkaClient } from '../../src/platform/kafka.js';
-import { checkDeadLetters } from './check-dead-letters.js';
+import { checkDeadLetterReasons, checkDeadLetters } from './check-dead-letters.js';
 import { checkPayment, type CheckOptions } from './check-payment.js';
 import { createDeadLetterLog, createEventLog } from './event-log.js';
 import { existingPayments, loadOrphans, loadPaymentFacts } from './load-payment-facts.js';
@@ -48,7 +48,13 @@ export interface VerifyReport {
   keys: number;
   acquirer: { approved: number; declined: number; calls: number; replayedCalls: number };
   events: { read: number; distinct: number; copies: number } | null;
-  deadLetters: { read: number; eventIds: number; withoutEventId: number } | null;
+  /** `byReason`: letters per error class (of the payments in scope, when scoped). */
+  deadLetters: {
+    read: number;
+    eventIds: number;
+    withoutEventId: number;
+    byReason: Record<string, number>;
+  } | null;
   refunds: RefundReport;
   webhooks: WebhookReport;
   counts: Partial<Record<ViolationCode, number>>;
@@ -125,6 +131,11 @@ export async function verifyPayments(
         violations.push({ code: 'event_without_payment', paymentId: id, detail: 'payments topic' });
     }
   }
+  const reasons = checkDeadLetterReasons(
+    deadLetters.reasons,
+    scoped ? new Set(facts.map((payment) => payment.id)) : null,
+  );
+  violations.push(...reasons.violations);
   if (deps.kafka)
     violations.push(
       ...checkDeadLetters(
@@ -165,7 +176,7 @@ export async function verifyPayments(
     staleCopies: report.staleCopies,
     acquirer,
     events: deps.kafka ? events.counts() : null,
-    deadLetters: deps.kafka ? deadLetters.counts() : null,
+    deadLetters: deps.kafka ? { ...deadLetters.counts(), byReason: reasons.byReason } : null,
     refunds: refunds.report,
     webhooks: webhooks.report,
     counts,

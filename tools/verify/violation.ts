@@ -43,6 +43,8 @@ export const VIOLATIONS = {
   dead_letter_missing: 'I7: settlement job is dead but its event is not on the dead-letter topic',
   duplicate_dead_letter:
     'I7: a charge or refund is on the dead-letter topic more than once for one life of its job (more letters than 1 + its replays, or one source record dead-lettered twice)',
+  acquirer_unavailable_dead_letter:
+    'I7: a charge or refund was dead-lettered for a call that never reached the acquirer (acquirer_unavailable, rate limited, breaker open): an outage must cost no dead letter',
   // Refunds (verify-refunds.ts, DESIGN.md Part VI)
   refunds_exceed_payment: 'refund: the refunds not failed add up to more than the payment amount',
   amount_refunded_mismatch:

@@ -4,7 +4,8 @@ import type { Acquirer, RefundAcquirer } from '../../acquirer/acquirer.js';
 import { createHttpAcquirer } from '../../acquirer/http-acquirer.js';
 import { createRefundSimulator } from '../../acquirer/refund-simulator.js';
 import { connectInBackground } from '../../platform/connect-in-background.js';
-import { consumeBatches, createConsumer, ensureTopics, publish } from '../../platform/kafka.js';
+import { consumeBatches, createConsumer, publish } from '../../platform/kafka.js';
+import { ensureSettlementTopics } from '../../settlement/settlement-topics.js';
 import type { Platform } from '../../platform/platform.js';
 import { createOutageLog } from '../../platform/outage-log.js';
 import { createRefundWorker, type RefundWorkerDeps } from '../../refunds/refund-worker.js';
@@ -143,11 +144,7 @@ export function startSettlement(
     'settlement producer',
     async () => {
       await platform.admin.connect();
-      await ensureTopics(
-        platform.admin,
-        [config.KAFKA_TOPIC_PAYMENTS, config.KAFKA_TOPIC_DLQ],
-        config.KAFKA_TOPIC_PARTITIONS,
-      );
+      await ensureSettlementTopics(platform.admin, config);
       await deadLetterProducer.connected();
     },
     logger,
