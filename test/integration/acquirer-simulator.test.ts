@@ -93,7 +93,7 @@ describe.each(['settlement', 'acquirer'] as const)(
       );
       const fresh = request('tok_visa');
       await expect(alwaysFailing.charge(fresh, new AbortController().signal)).rejects.toThrow(
-        /unavailable/,
+        /transient error/,
       );
       expect((await books(fresh.idempotencyKey)).calls).toEqual([
         { result: 'transient', replayed: false },
