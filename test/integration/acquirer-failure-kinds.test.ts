@@ -1,16 +1,8 @@
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createAcquirerFaults,
-  NO_FAULT,
-  type AcquirerFault,
-} from '../../src/acquirer/acquirer-faults.js';
-import { createAcquirerServer } from '../../src/acquirer/acquirer-http-server.js';
-import { createAcquirerSimulator } from '../../src/acquirer/acquirer-simulator.js';
+import { NO_FAULT, type AcquirerFault } from '../../src/acquirer/acquirer-faults.js';
 import { createHttpAcquirer } from '../../src/acquirer/http-acquirer.js';
-import { createRefundSimulator } from '../../src/acquirer/refund-simulator.js';
 import { DLQ_HEADERS } from '../../src/jobs/dead-letter.js';
+import { startSimulatorServer, type SimulatorServer } from '../support/simulator-server.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import {
   createSettlementHarness,
@@ -30,39 +22,27 @@ import {
  */
 
 let db: TestDatabase;
-let server: Server;
+let simulator: SimulatorServer;
 let acquirerUrl: string;
 let harness: SettlementHarness | undefined;
-const faults = createAcquirerFaults();
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  const pool = db.login('acquirer');
-  server = createAcquirerServer({
-    charges: createAcquirerSimulator(pool, {
-      latencyMs: 0,
-      transientFailureRate: 0,
-      timeoutTokenDelayMs: 5_000,
-    }),
-    refunds: createRefundSimulator(pool),
-    faults,
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  acquirerUrl = `http://127.0.0.1:${String((server.address() as AddressInfo).port)}`;
+  simulator = await startSimulatorServer(db);
+  acquirerUrl = simulator.url;
 });
 afterEach(async () => {
-  faults.set(NO_FAULT);
+  simulator.faults.set(NO_FAULT);
   await harness?.close();
   harness = undefined;
 });
 afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
+  await simulator.close();
   await db.drop();
 });
 
 const fault = (mode: AcquirerFault['mode']) => {
-  faults.set({ ...NO_FAULT, mode });
+  simulator.faults.set({ ...NO_FAULT, mode });
 };
 
 async function job(paymentId: string) {

@@ -1,13 +1,9 @@
-import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AcquirerTransientError, classifyAcquirerFailure } from '../../src/acquirer/acquirer.js';
-import { createAcquirerFaults, NO_FAULT } from '../../src/acquirer/acquirer-faults.js';
-import { createAcquirerServer } from '../../src/acquirer/acquirer-http-server.js';
-import { createAcquirerSimulator } from '../../src/acquirer/acquirer-simulator.js';
+import { NO_FAULT } from '../../src/acquirer/acquirer-faults.js';
 import { createHttpAcquirer } from '../../src/acquirer/http-acquirer.js';
-import { createRefundSimulator } from '../../src/acquirer/refund-simulator.js';
+import { startSimulatorServer, type SimulatorServer } from '../support/simulator-server.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 
 /**
@@ -18,29 +14,16 @@ import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
  */
 
 let db: TestDatabase;
-let server: Server;
+let simulator: SimulatorServer;
 let acquirer: ReturnType<typeof createHttpAcquirer>;
-const faults = createAcquirerFaults();
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  const pool = db.login('acquirer');
-  server = createAcquirerServer({
-    charges: createAcquirerSimulator(pool, {
-      latencyMs: 0,
-      transientFailureRate: 0,
-      timeoutTokenDelayMs: 5_000,
-    }),
-    refunds: createRefundSimulator(pool),
-    faults,
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  acquirer = createHttpAcquirer(`http://127.0.0.1:${String(port)}`);
+  simulator = await startSimulatorServer(db);
+  acquirer = createHttpAcquirer(simulator.url);
 });
 afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
+  await simulator.close();
   await db.drop();
 });
 
@@ -133,7 +116,7 @@ describe('acquirer over HTTP: inquiries and faults (issue 36)', () => {
   });
 
   it('when the acquirer answers 503 before processing, then the call was not sent, its Retry-After is kept, and nothing is charged', async () => {
-    faults.set({ ...NO_FAULT, mode: 'unavailable', retry_after_seconds: 3 });
+    simulator.faults.set({ ...NO_FAULT, mode: 'unavailable', retry_after_seconds: 3 });
     try {
       const request = charge('tok_visa');
       const failure = await failureOf(acquirer.charge(request, noTimeout()));
@@ -144,12 +127,12 @@ describe('acquirer over HTTP: inquiries and faults (issue 36)', () => {
       });
       expect(await charges(request.idempotencyKey)).toEqual([]);
     } finally {
-      faults.set(NO_FAULT);
+      simulator.faults.set(NO_FAULT);
     }
   });
 
   it('when the answer is dropped after the charge, then the caller sees an unknown outcome and the inquiry finds the charge', async () => {
-    faults.set({ ...NO_FAULT, mode: 'drop' });
+    simulator.faults.set({ ...NO_FAULT, mode: 'drop' });
     const request = charge('tok_visa');
     try {
       const failure = await failureOf(acquirer.charge(request, noTimeout()));
@@ -158,13 +141,13 @@ describe('acquirer over HTTP: inquiries and faults (issue 36)', () => {
         outcome: 'approved',
       });
     } finally {
-      faults.set(NO_FAULT);
+      simulator.faults.set(NO_FAULT);
     }
     expect(await charges(request.idempotencyKey)).toEqual(['approved']);
   });
 
   it('when the acquirer hangs, then the timeout leaves the outcome unknown and nothing is charged', async () => {
-    faults.set({ ...NO_FAULT, mode: 'hang' });
+    simulator.faults.set({ ...NO_FAULT, mode: 'hang' });
     const request = charge('tok_visa');
     try {
       const failure = await failureOf(acquirer.charge(request, AbortSignal.timeout(200)));
@@ -173,13 +156,13 @@ describe('acquirer over HTTP: inquiries and faults (issue 36)', () => {
         delivery: 'unknown',
       });
     } finally {
-      faults.set(NO_FAULT);
+      simulator.faults.set(NO_FAULT);
     }
     expect(await charges(request.idempotencyKey)).toEqual([]);
   });
 
   it('when the acquirer is slow, then the call waits the latency and is answered', async () => {
-    faults.set({ ...NO_FAULT, mode: 'slow', latency_ms: 300 });
+    simulator.faults.set({ ...NO_FAULT, mode: 'slow', latency_ms: 300 });
     try {
       const started = Date.now();
       await expect(acquirer.charge(charge('tok_visa'), noTimeout())).resolves.toMatchObject({
@@ -187,7 +170,7 @@ describe('acquirer over HTTP: inquiries and faults (issue 36)', () => {
       });
       expect(Date.now() - started).toBeGreaterThanOrEqual(290);
     } finally {
-      faults.set(NO_FAULT);
+      simulator.faults.set(NO_FAULT);
     }
   });
 });

@@ -1,23 +1,19 @@
 import { ConfigResourceTypes } from 'kafkajs';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   AcquirerTransientError,
   type Acquirer,
   type ChargeResult,
 } from '../../src/acquirer/acquirer.js';
-import { createAcquirerFaults, NO_FAULT } from '../../src/acquirer/acquirer-faults.js';
-import { createAcquirerServer } from '../../src/acquirer/acquirer-http-server.js';
-import { createAcquirerSimulator } from '../../src/acquirer/acquirer-simulator.js';
+import { NO_FAULT } from '../../src/acquirer/acquirer-faults.js';
 import { createHttpAcquirer } from '../../src/acquirer/http-acquirer.js';
-import { createRefundSimulator } from '../../src/acquirer/refund-simulator.js';
 import { toDeadLetter } from '../../src/jobs/dead-letter.js';
 import { purgePublishedDeadLetters, storeDeadLetter } from '../../src/jobs/dead-letter-store.js';
 import { paymentEventId } from '../../src/outbox/event-id.js';
 import { createLogger } from '../../src/platform/logger.js';
 import { replayDeadLetters } from '../../src/settlement/replay-dead-letters.js';
 import { ensureSettlementTopics } from '../../src/settlement/settlement-topics.js';
+import { startSimulatorServer, type SimulatorServer } from '../support/simulator-server.js';
 import { createTestDatabase, uniqueSuffix, type TestDatabase } from '../support/isolation.js';
 import {
   createSettlementHarness,
@@ -36,35 +32,23 @@ import {
  */
 
 let db: TestDatabase;
-let server: Server;
+let simulator: SimulatorServer;
 let acquirerUrl: string;
 let harness: SettlementHarness | undefined;
-const faults = createAcquirerFaults();
 const silent = createLogger({ LOG_LEVEL: 'silent', LOG_FORMAT: 'json' });
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  const pool = db.login('acquirer');
-  server = createAcquirerServer({
-    charges: createAcquirerSimulator(pool, {
-      latencyMs: 0,
-      transientFailureRate: 0,
-      timeoutTokenDelayMs: 5_000,
-    }),
-    refunds: createRefundSimulator(pool),
-    faults,
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  acquirerUrl = `http://127.0.0.1:${String((server.address() as AddressInfo).port)}`;
+  simulator = await startSimulatorServer(db);
+  acquirerUrl = simulator.url;
 });
 afterEach(async () => {
-  faults.set(NO_FAULT);
+  simulator.faults.set(NO_FAULT);
   await harness?.close();
   harness = undefined;
 });
 afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
+  await simulator.close();
   await db.drop();
 });
 
@@ -195,7 +179,7 @@ describe('a dead letter replayed days later', () => {
     );
     harness = h;
     const first = await h.start({ acquirer });
-    faults.set({ ...NO_FAULT, mode: 'drop' });
+    simulator.faults.set({ ...NO_FAULT, mode: 'drop' });
     const id = await h.createPayment();
     const record = await h.createdRecord(id);
     await h.produce([record]);
@@ -207,7 +191,7 @@ describe('a dead letter replayed days later', () => {
       return rows.length === 1 ? true : undefined;
     });
     await first.close();
-    faults.set(NO_FAULT);
+    simulator.faults.set(NO_FAULT);
     // What a release before DESIGN 106 wrote: the job dead without an inquiry, and its letter.
     const eventId = paymentEventId(id, 'payment.created');
     await db.pool.query(
