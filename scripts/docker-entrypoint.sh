@@ -10,18 +10,18 @@
 #   merchant:create | merchant:key | merchant:tier | dlq:replay    the owner-only CLIs (`-- --help`)
 #   node | sh                   anything else, e.g. `docker run --rm IMAGE node -v`
 #
-# Service processes run with the flags of SERVICE_NODE_FLAGS (src/platform/service-node-flags.ts;
+# Service processes run with the flags of SERVICE_NODE_FLAGS (src/platform/lifecycle/service-node-flags.ts;
 # test/unit/service-node-flags.test.ts checks every command line below carries them).
 set -eu
 role=${1:-api}
 [ "$#" -gt 0 ] && shift
 case "$role" in
-  api) exec node --max-old-space-size=1024 --import ./dist/platform/register-tracing.js dist/apps/api/main.js "$@" ;;
-  relay) exec node --max-old-space-size=1024 --import ./dist/platform/register-tracing.js dist/apps/relay/main.js "$@" ;;
-  settlement) exec node --max-old-space-size=1024 --import ./dist/platform/register-tracing.js dist/apps/settlement/main.js "$@" ;;
-  acquirer) exec node --max-old-space-size=1024 --import ./dist/platform/register-tracing.js dist/apps/acquirer/main.js "$@" ;;
-  webhooks) exec node --max-old-space-size=1024 --import ./dist/platform/register-tracing.js dist/apps/webhooks/main.js "$@" ;;
-  all) exec node --max-old-space-size=1024 --import ./dist/platform/register-tracing.js dist/apps/all/main.js "$@" ;;
+  api) exec node --max-old-space-size=1024 --import ./dist/platform/telemetry/register-tracing.js dist/apps/api/main.js "$@" ;;
+  relay) exec node --max-old-space-size=1024 --import ./dist/platform/telemetry/register-tracing.js dist/apps/relay/main.js "$@" ;;
+  settlement) exec node --max-old-space-size=1024 --import ./dist/platform/telemetry/register-tracing.js dist/apps/settlement/main.js "$@" ;;
+  acquirer) exec node --max-old-space-size=1024 --import ./dist/platform/telemetry/register-tracing.js dist/apps/acquirer/main.js "$@" ;;
+  webhooks) exec node --max-old-space-size=1024 --import ./dist/platform/telemetry/register-tracing.js dist/apps/webhooks/main.js "$@" ;;
+  all) exec node --max-old-space-size=1024 --import ./dist/platform/telemetry/register-tracing.js dist/apps/all/main.js "$@" ;;
   migrate) exec node dist/cli/migrate.js "$@" ;;
   merchant:create) exec node dist/cli/merchant-create.js "$@" ;;
   merchant:key) exec node dist/cli/merchant-key.js "$@" ;;

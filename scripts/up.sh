@@ -165,23 +165,23 @@ if [[ $single == true ]]; then
   log "starting api (port ${PORT:-3000}), relay, settlement and webhooks in one process," \
     "as the owner (Ctrl-C to stop)"
   start_role all "$metrics_port" \
-    node --max-old-space-size=1024 --import ./dist/platform/register-tracing.js dist/apps/all/main.js
+    node --max-old-space-size=1024 --import ./dist/platform/telemetry/register-tracing.js dist/apps/all/main.js
 else
   log "starting the acquirer (port ${ACQUIRER_PORT:-3100}), api (port ${PORT:-3000}), relay," \
     "settlement and webhooks, each as its own login (Ctrl-C to stop)"
   start_role acquirer "$((metrics_port + 4))" \
-    node --max-old-space-size=1024 --import ./dist/platform/register-tracing.js \
+    node --max-old-space-size=1024 --import ./dist/platform/telemetry/register-tracing.js \
     dist/apps/acquirer/main.js
   start_role api "$metrics_port" \
-    node --max-old-space-size=1024 --import ./dist/platform/register-tracing.js dist/apps/api/main.js
+    node --max-old-space-size=1024 --import ./dist/platform/telemetry/register-tracing.js dist/apps/api/main.js
   start_role relay "$((metrics_port + 1))" \
-    node --max-old-space-size=1024 --import ./dist/platform/register-tracing.js \
+    node --max-old-space-size=1024 --import ./dist/platform/telemetry/register-tracing.js \
     dist/apps/relay/main.js
   start_role settlement "$((metrics_port + 2))" \
-    node --max-old-space-size=1024 --import ./dist/platform/register-tracing.js \
+    node --max-old-space-size=1024 --import ./dist/platform/telemetry/register-tracing.js \
     dist/apps/settlement/main.js
   start_role webhooks "$((metrics_port + 3))" \
-    node --max-old-space-size=1024 --import ./dist/platform/register-tracing.js \
+    node --max-old-space-size=1024 --import ./dist/platform/telemetry/register-tracing.js \
     dist/apps/webhooks/main.js
 fi
 

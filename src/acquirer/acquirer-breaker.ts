@@ -1,7 +1,7 @@
 import { Counter, Gauge } from 'prom-client';
-import type { Logger } from '../platform/logger.js';
-import { metricsRegistry } from '../platform/metrics.js';
-import { createOutageLog } from '../platform/outage-log.js';
+import type { Logger } from '../platform/telemetry/logger.js';
+import { metricsRegistry } from '../platform/telemetry/metrics.js';
+import { createOutageLog } from '../platform/resilience/outage-log.js';
 
 export type BreakerState = 'closed' | 'open' | 'half_open';
 

@@ -7,7 +7,7 @@ import {
   type RefundAcquirer,
   type RefundResult,
 } from './acquirer.js';
-import type { ReadinessReport } from '../platform/readiness.js';
+import type { ReadinessReport } from '../platform/lifecycle/readiness.js';
 import { NO_FAULT, type AcquirerFault, type AcquirerFaults } from './acquirer-faults.js';
 
 /**

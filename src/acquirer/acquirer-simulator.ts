@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { withTransaction, type Pool, type Queryable } from '../platform/db.js';
+import { withTransaction, type Pool, type Queryable } from '../platform/database/db.js';
 import { createChargeBatcher } from './charge-batcher.js';
 import {
   AcquirerTransientError,

@@ -1,5 +1,5 @@
 import { SpanKind, type Attributes } from '@opentelemetry/api';
-import { inSpan } from '../platform/tracing.js';
+import { inSpan } from '../platform/telemetry/tracing.js';
 
 /** What settlement asks the acquirer to do: charge once per idempotency key. */
 export interface ChargeRequest {

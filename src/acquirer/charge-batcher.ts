@@ -1,4 +1,4 @@
-import type { Queryable } from '../platform/db.js';
+import type { Queryable } from '../platform/database/db.js';
 import type { ChargeRequest } from './acquirer.js';
 
 /** One common call: charged with `result` and `reference` unless its key already was. */

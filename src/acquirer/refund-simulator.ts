@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { withTransaction, type Pool } from '../platform/db.js';
+import { withTransaction, type Pool } from '../platform/database/db.js';
 import {
   AcquirerTransientError,
   type RefundAcquirer,

@@ -1,4 +1,4 @@
-import type { Config } from '../platform/config.js';
+import type { Config } from '../platform/config/config.js';
 
 /** The dependencies a process probes (platform.ts names its checks after them). */
 export type Dependency = 'postgres' | 'redis' | 'kafka';

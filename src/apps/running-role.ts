@@ -1,4 +1,4 @@
-import type { InternalRoute } from '../platform/internal-server.js';
+import type { InternalRoute } from '../platform/lifecycle/internal-server.js';
 
 /** A started process role: its name and how to stop it gracefully. */
 export interface RunningRole {

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../platform/config.js';
-import { createKafka } from '../platform/kafka.js';
-import { createLogger } from '../platform/logger.js';
+import { loadConfig } from '../platform/config/config.js';
+import { createKafka } from '../platform/kafka/kafka.js';
+import { createLogger } from '../platform/telemetry/logger.js';
 import { listUnreadableDeadLetters, replayDeadLetters } from '../settlement/replay-dead-letters.js';
 import { runCli, UsageError, withPool } from './run-cli.js';
 

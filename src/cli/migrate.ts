@@ -1,6 +1,6 @@
-import { loadConfig } from '../platform/config.js';
-import { createLogger } from '../platform/logger.js';
-import { applyMigrations } from '../platform/migrate.js';
+import { loadConfig } from '../platform/config/config.js';
+import { createLogger } from '../platform/telemetry/logger.js';
+import { applyMigrations } from '../platform/database/migration-runner.js';
 import { runCli, UsageError } from './run-cli.js';
 
 const USAGE =

@@ -1,6 +1,6 @@
-import { ConfigError, loadConfig } from '../platform/config.js';
-import { createPool, type Pool } from '../platform/db.js';
-import { createLogger } from '../platform/logger.js';
+import { ConfigError, loadConfig } from '../platform/config/config.js';
+import { createPool, type Pool } from '../platform/database/db.js';
+import { createLogger } from '../platform/telemetry/logger.js';
 
 /** A wrong command line: its message is the usage line, printed as it is. */
 export class UsageError extends Error {}

@@ -1,7 +1,7 @@
 /**
  * The consumer kit for readers of payments.events (README: src/consumer-kit/README.md). It
- * imports nothing of the service, only kafkajs and pg, so another service can import it or copy
- * this folder.
+ * imports nothing of the service but the events contract (src/events/), and only kafkajs and pg,
+ * so another service can import it or copy this folder with src/events/.
  */
 export {
   applyEvent,

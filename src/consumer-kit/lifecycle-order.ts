@@ -3,6 +3,8 @@
 // refund.failed (for the same refund id; the events of different refunds interleave freely).
 // Pure: no I/O, so the rules are tested on their own (test/unit/consumer-kit-order.test.ts).
 
+import { EVENT_TYPES } from '../events/event-types.js';
+
 export type PaymentStage = 'created' | 'settled' | 'failed';
 export type RefundStage = 'created' | 'succeeded' | 'failed';
 
@@ -27,15 +29,8 @@ export interface OrderedEvent {
 export type OrderVerdict =
   { inOrder: true; next: SubjectState } | { inOrder: false; problem: string; next: SubjectState };
 
-/** The event types whose order is checked. */
-export const LIFECYCLE_TYPES = [
-  'payment.created',
-  'payment.settled',
-  'payment.failed',
-  'refund.created',
-  'refund.succeeded',
-  'refund.failed',
-] as const;
+/** The event types whose order is checked: every type of the topic (src/events/). */
+export const LIFECYCLE_TYPES = EVENT_TYPES;
 
 export function checkOrder(state: SubjectState, event: OrderedEvent): OrderVerdict {
   switch (event.type) {

@@ -1,7 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { Counter } from 'prom-client';
-import { metricsRegistry } from '../platform/metrics.js';
-import type { OutageLog } from '../platform/outage-log.js';
+import { metricsRegistry } from '../platform/telemetry/metrics.js';
+import type { OutageLog } from '../platform/resilience/outage-log.js';
 import { ApiError } from './api-error.js';
 import { sendProblem } from './problem.js';
 

@@ -1,7 +1,7 @@
 import type { ErrorRequestHandler } from 'express';
-import { isDatabaseUnavailable } from '../platform/db-errors.js';
-import { DomainError } from '../platform/domain-error.js';
-import type { OutageLog } from '../platform/outage-log.js';
+import { isDatabaseUnavailable } from '../platform/database/db-errors.js';
+import { DomainError } from '../platform/errors/domain-error.js';
+import type { OutageLog } from '../platform/resilience/outage-log.js';
 import { ApiError } from './api-error.js';
 import { sendProblem } from './problem.js';
 

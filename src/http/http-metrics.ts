@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import { Histogram } from 'prom-client';
-import { metricsRegistry } from '../platform/metrics.js';
+import { metricsRegistry } from '../platform/telemetry/metrics.js';
 import { routeOf } from './route-of.js';
 
 /** The API's rate, errors and latency (dashboard and 5xx alert, ops/). */

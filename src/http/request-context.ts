@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
-import type { Logger } from '../platform/logger.js';
+import type { Logger } from '../platform/telemetry/logger.js';
 
 /** A client-supplied id is kept when it is short visible ASCII, so traces join across systems. */
 const REQUEST_ID_PATTERN = /^[\x21-\x7e]{1,128}$/;

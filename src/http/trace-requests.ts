@@ -8,7 +8,7 @@ import {
   type SpanOptions,
 } from '@opentelemetry/api';
 import type { NextFunction, Request, Response } from 'express';
-import { continuable, contextWithSpan, tracer } from '../platform/tracing.js';
+import { continuable, contextWithSpan, tracer } from '../platform/telemetry/tracing.js';
 import { routeOf } from './route-of.js';
 
 /** Probes and scrapes: a span per call every few seconds would be noise. */

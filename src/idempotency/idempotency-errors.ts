@@ -1,4 +1,4 @@
-import { DomainError } from '../platform/domain-error.js';
+import { DomainError } from '../platform/errors/domain-error.js';
 
 /** The key was already used with a different request (422 over HTTP). */
 export class IdempotencyKeyReused extends DomainError {

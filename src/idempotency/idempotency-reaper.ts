@@ -1,5 +1,5 @@
-import type { Queryable } from '../platform/db.js';
-import type { Logger } from '../platform/logger.js';
+import type { Queryable } from '../platform/database/db.js';
+import type { Logger } from '../platform/telemetry/logger.js';
 import { reapExpiredKeys } from './idempotency-repository.js';
 
 /**

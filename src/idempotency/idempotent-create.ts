@@ -1,7 +1,7 @@
-import type { Config } from '../platform/config.js';
-import type { Queryable } from '../platform/db.js';
-import type { Logger } from '../platform/logger.js';
-import { createOutageLog, type OutageLog } from '../platform/outage-log.js';
+import type { Config } from '../platform/config/config.js';
+import type { Queryable } from '../platform/database/db.js';
+import type { Logger } from '../platform/telemetry/logger.js';
+import { createOutageLog, type OutageLog } from '../platform/resilience/outage-log.js';
 import { IdempotencyKeyInUse } from './idempotency-errors.js';
 import { deleteExpiredKey, findKey } from './idempotency-repository.js';
 import { claimKey } from './key-claim.js';

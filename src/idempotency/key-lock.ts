@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import Redlock, { ExecutionError, ResourceLockedError, type Lock } from 'redlock';
-import type { Redis } from '../platform/redis.js';
-import { redisScript } from '../platform/redis-script.js';
+import type { Redis } from '../platform/redis/redis.js';
+import { redisScript } from '../platform/redis/redis-script.js';
 import { redlockClient } from './redlock-client.js';
 import type { RedisGuard } from './redis-guard.js';
 import {

@@ -1,4 +1,4 @@
-import type { OutageLog } from '../platform/outage-log.js';
+import type { OutageLog } from '../platform/resilience/outage-log.js';
 import { IdempotencyCacheUnavailable } from './idempotency-errors.js';
 
 export interface RedisGuard {

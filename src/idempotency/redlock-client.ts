@@ -1,4 +1,4 @@
-import type { Redis } from '../platform/redis.js';
+import type { Redis } from '../platform/redis/redis.js';
 
 /** The script sources Redlock is given, to recognise its commands by hash or by text. */
 export interface RedlockScriptIds {

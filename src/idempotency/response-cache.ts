@@ -1,4 +1,4 @@
-import type { Redis } from '../platform/redis.js';
+import type { Redis } from '../platform/redis/redis.js';
 import type { StoredResponse } from './stored-response.js';
 
 /**

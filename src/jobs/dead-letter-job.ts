@@ -1,4 +1,4 @@
-import { withTransaction, type Pool } from '../platform/db.js';
+import { withTransaction, type Pool } from '../platform/database/db.js';
 import { toDeadLetter, type SourceRecord } from './dead-letter.js';
 import { storeDeadLetter } from './dead-letter-store.js';
 import { markJobDead } from './job-store.js';

@@ -1,5 +1,5 @@
-import type { Pool } from '../platform/db.js';
-import type { Logger } from '../platform/logger.js';
+import type { Pool } from '../platform/database/db.js';
+import type { Logger } from '../platform/telemetry/logger.js';
 import { deadLetterJob, type DeadLetterOutbox } from './dead-letter-job.js';
 import type { CallGate } from './job-gate.js';
 import { retryJob, type RetryMarks } from './job-store.js';

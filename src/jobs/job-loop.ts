@@ -1,4 +1,4 @@
-import type { OutageLog } from '../platform/outage-log.js';
+import type { OutageLog } from '../platform/resilience/outage-log.js';
 
 export interface JobLoopDeps<J> {
   /** The job kind, for the log lines. */

@@ -1,7 +1,7 @@
 import type { QueryConfig } from 'pg';
 import { Counter, Gauge } from 'prom-client';
-import type { Queryable } from '../platform/db.js';
-import { metricsRegistry } from '../platform/metrics.js';
+import type { Queryable } from '../platform/database/db.js';
+import { metricsRegistry } from '../platform/telemetry/metrics.js';
 import {
   CLAIMABLE_AT,
   REFUND_JOBS,

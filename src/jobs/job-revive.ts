@@ -1,4 +1,4 @@
-import type { Queryable } from '../platform/db.js';
+import type { Queryable } from '../platform/database/db.js';
 import type { JobTable } from './job-table.js';
 
 /** A dead job to revive, and the dlq:replay token of the copy that asks for it. */

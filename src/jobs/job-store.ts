@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Queryable } from '../platform/db.js';
+import type { Queryable } from '../platform/database/db.js';
 import { LeaseLostError, type JobWrite } from './lease-lost.js';
 import {
   CLAIMABLE_AT,

@@ -1,8 +1,8 @@
-import { fullJitterDelay } from '../platform/backoff.js';
-import type { Pool } from '../platform/db.js';
-import { isDatabaseUnavailable } from '../platform/db-errors.js';
-import type { Logger } from '../platform/logger.js';
-import { createOutageLog, type OutageLog } from '../platform/outage-log.js';
+import { fullJitterDelay } from '../platform/resilience/backoff.js';
+import type { Pool } from '../platform/database/db.js';
+import { isDatabaseUnavailable } from '../platform/database/db-errors.js';
+import type { Logger } from '../platform/telemetry/logger.js';
+import { createOutageLog, type OutageLog } from '../platform/resilience/outage-log.js';
 import type { DeadLetterOutbox } from './dead-letter-job.js';
 import type { JobHandler, JobOutcome, JobPolicy } from './job-handler.js';
 import { createJobAttempt } from './job-attempt.js';

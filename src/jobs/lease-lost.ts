@@ -1,6 +1,6 @@
 import { Counter } from 'prom-client';
-import type { Logger } from '../platform/logger.js';
-import { metricsRegistry } from '../platform/metrics.js';
+import type { Logger } from '../platform/telemetry/logger.js';
+import { metricsRegistry } from '../platform/telemetry/metrics.js';
 import type { JobKind } from './job-table.js';
 
 /** The writes a worker makes on a job it claimed. */

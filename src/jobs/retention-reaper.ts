@@ -1,5 +1,5 @@
-import type { Queryable } from '../platform/db.js';
-import type { Logger } from '../platform/logger.js';
+import type { Queryable } from '../platform/database/db.js';
+import type { Logger } from '../platform/telemetry/logger.js';
 
 /** One table's deletion: a statement taking ($1 retention seconds, $2 batch) and its retention. */
 export interface RetentionSweep {

@@ -1,5 +1,5 @@
 import { v7 as uuidv7 } from 'uuid';
-import type { Queryable } from '../platform/db.js';
+import type { Queryable } from '../platform/database/db.js';
 import { displayParts, generateApiKey, hashApiKey } from './api-key.js';
 
 /** A key as it may be listed: never the secret, never its hash. */

@@ -1,4 +1,4 @@
-import type { Queryable } from '../platform/db.js';
+import type { Queryable } from '../platform/database/db.js';
 import { isWellFormedApiKey } from './api-key.js';
 import { findMerchantByApiKey, type Merchant } from './merchant-repository.js';
 

@@ -1,5 +1,5 @@
 import { v7 as uuidv7 } from 'uuid';
-import { withTransaction, type Pool, type Queryable } from '../platform/db.js';
+import { withTransaction, type Pool, type Queryable } from '../platform/database/db.js';
 import { hashApiKey } from './api-key.js';
 import { createApiKey } from './api-key-repository.js';
 

@@ -1,4 +1,4 @@
-import type { Queryable } from '../platform/db.js';
+import type { Queryable } from '../platform/database/db.js';
 import type { Tier } from './merchant-repository.js';
 
 /**

@@ -1,7 +1,7 @@
 import pg from 'pg';
-import { fullJitterDelay } from '../platform/backoff.js';
-import type { Logger } from '../platform/logger.js';
-import { createOutageLog } from '../platform/outage-log.js';
+import { fullJitterDelay } from '../platform/resilience/backoff.js';
+import type { Logger } from '../platform/telemetry/logger.js';
+import { createOutageLog } from '../platform/resilience/outage-log.js';
 
 /** The channel of the `outbox_notify` trigger (migration 0003). */
 export const OUTBOX_CHANNEL = 'outbox';

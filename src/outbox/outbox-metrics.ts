@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram } from 'prom-client';
-import { metricsRegistry } from '../platform/metrics.js';
+import { metricsRegistry } from '../platform/telemetry/metrics.js';
 import type { OutboxBacklog } from './outbox-repository.js';
 
 /**

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type Queryable } from '../platform/db.js';
+import { sql, type Queryable } from '../platform/database/db.js';
 import type { OutboxEvent } from './cloud-event.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { Queryable } from '../platform/db.js';
+import type { Queryable } from '../platform/database/db.js';
 
 /**
  * Asks every outbox writer to NOTIFY for the next `windowMs` (migration 0016): the trigger

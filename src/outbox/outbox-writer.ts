@@ -1,6 +1,5 @@
-import type { Queryable } from '../platform/db.js';
+import type { Queryable } from '../platform/database/db.js';
 import type { TraceContext } from './trace-context.js';
-import { webhookBody, webhookFanoutCtes } from './webhook-fanout.js';
 
 /**
  * The one writer of `outbox` rows. Every resource writes its events through it, inside its own
@@ -8,9 +7,8 @@ import { webhookBody, webhookFanoutCtes } from './webhook-fanout.js';
  * all): `insertOutboxEvents` runs one multi-row INSERT on the caller's client, and
  * `outboxInsertCte` gives callers that keep their write one statement (POST /payments, the
  * refund's create) the same INSERT as a data-modifying CTE. The relay (the rest of src/outbox/)
- * reads what they write. insertOutboxEvents (the result events' writer) also fans each webhook
- * event out to its merchant's endpoints in the same statement (webhook-fanout.ts); the POST
- * paths' created events are never webhooks, so outboxInsertCte does not.
+ * reads what they write. insertOutboxEvents takes a companion: rows a feature writes with the
+ * events in the same statement (the webhook fan-out); it knows no feature itself.
  */
 
 /** The columns an event row is written with; the relay's columns keep their defaults. */
@@ -19,7 +17,7 @@ const OUTBOX_COLUMNS =
 
 /** One event to write: the relay publishes it to `topic`, keyed by `aggregateId`. */
 export interface OutboxEvent {
-  /** The event's UUIDv5 (event-id.ts, refund-event-id.ts): every copy published carries it. */
+  /** The event's UUIDv5 (src/events/event-types.ts): every copy published carries it. */
   eventId: string;
   type: string;
   /** The Kafka key and ordering unit: the payment id (a refund's events too). */
@@ -35,12 +33,26 @@ export interface OutboxEvent {
 }
 
 /**
- * The events (one row each, `ord` their order), the outbox INSERT, and the webhook fan-out's
- * CTEs over the same rows, as ONE statement: an event, its webhook_events row, its deliveries
- * and their jobs are committed together or not at all. The outbox INSERT comes first, so it is
- * within the first kilobyte pg_stat_activity keeps of a statement's text.
+ * Rows a caller writes in the same statement as its events, derived from them (a feature's
+ * part of the statement: the webhook fan-out, src/webhooks/webhook-fanout.ts): an event and its
+ * companion rows are committed together or not at all. The statement text is fixed per
+ * companion, so it is prepared once per connection under the companion's name.
  */
-const INSERT_EVENTS_SQL = `WITH written_events AS (
+export interface EventCompanion {
+  /** Names the prepared statement: one text per companion. */
+  name: string;
+  /** A per-event value the companion's CTEs read as `body` (null: nothing for this event). */
+  body(event: OutboxEvent): string | null;
+  /**
+   * Data-modifying CTEs over `from`, an earlier CTE with one row per event written (its
+   * columns: event_id, event_type, aggregate_id, created_at, merchant_id, body, ord).
+   */
+  ctes(from: string): string;
+  /** The CTE of `ctes` the statement ends with (`SELECT count(*) FROM it`). */
+  last: string;
+}
+
+const EVENT_ROWS = `written_events AS (
        SELECT *
          FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::jsonb[],
                      $6::timestamptz[], $7::text[], $8::text[], $9::uuid[], $10::text[])
@@ -51,26 +63,46 @@ const INSERT_EVENTS_SQL = `WITH written_events AS (
      outbox_rows AS (
        INSERT INTO outbox (${OUTBOX_COLUMNS})
        SELECT ${OUTBOX_COLUMNS} FROM written_events ORDER BY ord
-     ),
-     ${webhookFanoutCtes('written_events')}
-     SELECT count(*) FROM webhook_job_rows`;
+       RETURNING event_id
+     )`;
+
+/**
+ * The events (one row each, `ord` their order), the outbox INSERT and the companion's CTEs over
+ * the same rows, as ONE statement. The outbox INSERT comes first, so it is within the first
+ * kilobyte pg_stat_activity keeps of a statement's text.
+ */
+const statements = new Map<string, string>();
+function insertEventsSql(companion: EventCompanion | undefined): string {
+  const key = companion?.name ?? '';
+  let text = statements.get(key);
+  if (text === undefined) {
+    text =
+      companion === undefined
+        ? `WITH ${EVENT_ROWS} SELECT count(*) FROM outbox_rows`
+        : `WITH ${EVENT_ROWS},\n     ${companion.ctes('written_events')}\n     SELECT count(*) FROM ${companion.last}`;
+    statements.set(key, text);
+  }
+  return text;
+}
 
 /**
  * Writes `events` in ONE statement (one row each, in order) on `db`: the caller's transaction
- * client, so the events commit with the change they announce, and with their webhook rows.
- * The statement holds `INSERT INTO outbox (` (the kill tests find a commit stuck behind an
+ * client, so the events commit with the change they announce, and with their `companion`'s
+ * rows. The statement holds `INSERT INTO outbox (` (the kill tests find a commit stuck behind an
  * outbox lock by it).
  */
 export async function insertOutboxEvents(
   db: Queryable,
   events: readonly OutboxEvent[],
+  companion?: EventCompanion,
 ): Promise<void> {
   if (events.length === 0) return;
   const column = <T>(pick: (event: OutboxEvent) => T): T[] => events.map(pick);
   // Named: prepared once per connection.
   await db.query({
-    name: 'outbox.insert-events',
-    text: INSERT_EVENTS_SQL,
+    name:
+      companion === undefined ? 'outbox.insert-events' : `outbox.insert-events.${companion.name}`,
+    text: insertEventsSql(companion),
     values: [
       column((event) => event.eventId),
       column((event) => event.type),
@@ -81,7 +113,7 @@ export async function insertOutboxEvents(
       column((event) => event.trace?.traceparent ?? null),
       column((event) => event.trace?.tracestate ?? null),
       column((event) => event.merchantId),
-      column(webhookBody),
+      column((event) => companion?.body(event) ?? null),
     ],
   });
 }

@@ -1,6 +1,6 @@
 import { SpanKind, SpanStatusCode, type Span } from '@opentelemetry/api';
-import { isRecordRejected, publish } from '../platform/kafka.js';
-import { tracer } from '../platform/tracing.js';
+import { isRecordRejected, publish } from '../platform/kafka/kafka.js';
+import { tracer } from '../platform/telemetry/tracing.js';
 import { toKafkaRecord } from './cloud-event.js';
 import type { ClaimedEvent } from './outbox-repository.js';
 import type { RelayClaim } from './relay-context.js';

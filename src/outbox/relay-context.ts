@@ -1,8 +1,8 @@
-import { cappedExponentialDelay } from '../platform/backoff.js';
-import type { Config } from '../platform/config.js';
-import type { Queryable } from '../platform/db.js';
-import type { KafkaClient } from '../platform/kafka.js';
-import type { Logger } from '../platform/logger.js';
+import { cappedExponentialDelay } from '../platform/resilience/backoff.js';
+import type { Config } from '../platform/config/config.js';
+import type { Queryable } from '../platform/database/db.js';
+import type { KafkaClient } from '../platform/kafka/kafka.js';
+import type { Logger } from '../platform/telemetry/logger.js';
 import { outboxMetrics } from './outbox-metrics.js';
 import type { Claim, ClaimedEvent } from './outbox-repository.js';
 import {

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import type { Config } from '../platform/config.js';
+import type { Config } from '../platform/config/config.js';
 import {
   createIdempotentProducer,
   createKafka,
   type KafkaClient,
   type KafkaClientOptions,
   type Producer,
-} from '../platform/kafka.js';
-import type { Logger } from '../platform/logger.js';
+} from '../platform/kafka/kafka.js';
+import type { Logger } from '../platform/telemetry/logger.js';
 
 /**
  * The relay's Kafka client gives up quickly: 2 retries 200-400 ms apart, 10 s per request.
@@ -21,7 +21,7 @@ export const RELAY_KAFKA_OPTIONS = {
   requestTimeout: 10_000,
 } satisfies KafkaClientOptions;
 
-/** createKafka's connectionTimeout (src/platform/kafka-client.ts): one connect to a broker. */
+/** createKafka's connectionTimeout (src/platform/kafka/kafka-client.ts): one connect to a broker. */
 const CONNECT_TIMEOUT_MS = 3_000;
 
 /**

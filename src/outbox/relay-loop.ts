@@ -1,7 +1,7 @@
-import { fullJitterDelay } from '../platform/backoff.js';
-import type { Queryable } from '../platform/db.js';
-import type { Logger } from '../platform/logger.js';
-import { createOutageLog } from '../platform/outage-log.js';
+import { fullJitterDelay } from '../platform/resilience/backoff.js';
+import type { Queryable } from '../platform/database/db.js';
+import type { Logger } from '../platform/telemetry/logger.js';
+import { createOutageLog } from '../platform/resilience/outage-log.js';
 import { outboxMetrics } from './outbox-metrics.js';
 import { purgePublished, releaseEvents } from './outbox-repository.js';
 import { createWakeupPolicy, requestWakeups } from './outbox-wakeups.js';

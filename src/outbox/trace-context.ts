@@ -1,5 +1,5 @@
 import { context, propagation, ROOT_CONTEXT, type Context } from '@opentelemetry/api';
-import { continuable } from '../platform/tracing.js';
+import { continuable } from '../platform/telemetry/tracing.js';
 
 /**
  * A W3C trace context as the CloudEvents distributed-tracing extension carries it: stored with

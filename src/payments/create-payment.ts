@@ -6,11 +6,11 @@ import {
 } from '../idempotency/idempotent-create.js';
 import type { CreateOutcome } from '../idempotency/replay-stored-response.js';
 import type { Merchant } from '../merchants/merchant-repository.js';
-import type { Config } from '../platform/config.js';
-import type { OutageLog } from '../platform/outage-log.js';
-import { paymentDatabaseGuard } from '../http/payment-database-guard.js';
+import type { Config } from '../platform/config/config.js';
+import type { OutageLog } from '../platform/resilience/outage-log.js';
+import { paymentDatabaseGuard } from '../idempotency/database-guard.js';
 import type { CreatePaymentBody } from './payment-schemas.js';
-import { insertNewPayment, type NewPaymentSettings } from './insert-payment-once.js';
+import { insertNewPayment, type NewPaymentSettings } from './payment-insert-single.js';
 import { createPaymentInsertBatcher } from './payment-insert-batcher.js';
 
 export type { CreateOutcome } from '../idempotency/replay-stored-response.js';

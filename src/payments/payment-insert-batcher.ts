@@ -1,13 +1,13 @@
 import { currentTraceContext } from '../outbox/trace-context.js';
-import { isDatabaseUnavailable } from '../platform/db-errors.js';
-import type { Queryable } from '../platform/db.js';
+import { isDatabaseUnavailable } from '../platform/database/db-errors.js';
+import type { Queryable } from '../platform/database/db.js';
 import type { StoredResponse } from '../idempotency/stored-response.js';
-import { insertPaymentBatch, type BatchedPaymentRecord } from './insert-payment-batch.js';
+import { insertPaymentBatch, type BatchedPaymentRecord } from './payment-insert-batch.js';
 import {
   insertPaymentOnce,
   storedResponseOf,
   type InsertPaymentRecord,
-} from './insert-payment-once.js';
+} from './payment-insert-single.js';
 
 export interface PaymentInsertBatcherSettings {
   db: Queryable;

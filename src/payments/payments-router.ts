@@ -9,7 +9,7 @@ import {
   type PeekedLocals,
 } from '../merchants/merchant-gate.js';
 import type { Merchant } from '../merchants/merchant-repository.js';
-import type { Queryable } from '../platform/db.js';
+import type { Queryable } from '../platform/database/db.js';
 import type { CreatePayment } from './create-payment.js';
 import { toPaymentResource } from './payment-resource.js';
 import { findPayment, listPayments } from './payment-repository.js';

@@ -1,9 +1,9 @@
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { Counter } from 'prom-client';
-import { metricsRegistry } from '../platform/metrics.js';
-import type { OutageLog } from '../platform/outage-log.js';
-import type { Redis } from '../platform/redis.js';
-import { redisScript } from '../platform/redis-script.js';
+import { metricsRegistry } from '../platform/telemetry/metrics.js';
+import type { OutageLog } from '../platform/resilience/outage-log.js';
+import type { Redis } from '../platform/redis/redis.js';
+import { redisScript } from '../platform/redis/redis-script.js';
 
 /** A token bucket: `ratePerSecond` sustained, up to `burst` at once. `name` is shown to clients. */
 export interface RatePolicy {

@@ -7,10 +7,10 @@ import {
 } from '../idempotency/idempotent-create.js';
 import type { CreateOutcome } from '../idempotency/replay-stored-response.js';
 import type { Merchant } from '../merchants/merchant-repository.js';
-import { paymentDatabaseGuard } from '../http/payment-database-guard.js';
-import type { Config } from '../platform/config.js';
-import type { Pool } from '../platform/db.js';
-import { createKeyedQueue } from '../platform/keyed-queue.js';
+import { paymentDatabaseGuard } from '../idempotency/database-guard.js';
+import type { Config } from '../platform/config/config.js';
+import type { Pool } from '../platform/database/db.js';
+import { createKeyedQueue } from '../platform/resilience/keyed-queue.js';
 import { insertRefundOnce } from './insert-refund-once.js';
 import type { CreateRefundBody } from './refund-schemas.js';
 

@@ -1,10 +1,10 @@
 import { keyRecordExists, keyRecordInsertCte } from '../idempotency/idempotency-repository.js';
 import type { StoredResponse } from '../idempotency/stored-response.js';
 import { outboxInsertCte } from '../outbox/outbox-writer.js';
-import { refundEventId } from '../outbox/refund-event-id.js';
-import { lockPaymentForRefund, refundReservationCte } from '../payments/payment-writes.js';
+import { refundEventId } from './refund-event-id.js';
+import { lockPaymentForRefund, refundReservationCte } from '../payments/payment-updates.js';
 import { currentTraceContext } from '../outbox/trace-context.js';
-import { withTransaction, type Pool } from '../platform/db.js';
+import { withTransaction, type Pool } from '../platform/database/db.js';
 import {
   PaymentNotRefundable,
   RefundExceedsPayment,

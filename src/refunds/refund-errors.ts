@@ -1,4 +1,4 @@
-import { DomainError } from '../platform/domain-error.js';
+import { DomainError } from '../platform/errors/domain-error.js';
 
 /** The payment to refund does not exist for this merchant (404 over HTTP). */
 export class RefundPaymentNotFound extends DomainError {

@@ -1,3 +1,4 @@
+import { acquirerMetrics } from '../acquirer/acquirer-metrics.js';
 import {
   classifyAcquirerFailure,
   inAcquirerSpan,
@@ -7,10 +8,9 @@ import {
 } from '../acquirer/acquirer.js';
 import type { JobLetter } from '../jobs/dead-letter-job.js';
 import type { AttemptAnswer, InquiryAnswer } from '../jobs/job-worker.js';
-import { settlementMetrics } from '../settlement/settlement-metrics.js';
 import { toKafkaRecord } from '../outbox/cloud-event.js';
-import { refundEventId } from '../outbox/refund-event-id.js';
-import type { ClaimedRefundJob, RefundFinal } from './refund-job-repository.js';
+import { refundEventId } from './refund-event-id.js';
+import type { ClaimedRefundJob, RefundFinal } from './refund-job-store.js';
 import { refundMetrics } from './refund-metrics.js';
 import { toRefundResource } from './refund-resource.js';
 
@@ -72,12 +72,12 @@ export async function inquireRefund(
       return answer ?? { outcome: 'not_found' as const };
     });
     const result = found.outcome === 'not_found' ? 'not_found' : 'found';
-    settlementMetrics.inquiries.inc({ kind: 'refund', result });
+    acquirerMetrics.inquiries.inc({ kind: 'refund', result });
     if (found.outcome === 'not_found') return { kind: 'not_found' };
     return { kind: 'found', final: finalOf(found) };
   } catch (error) {
     const failure = classifyAcquirerFailure(error);
-    settlementMetrics.inquiries.inc({ kind: 'refund', result: failure.errorClass });
+    acquirerMetrics.inquiries.inc({ kind: 'refund', result: failure.errorClass });
     return { kind: 'failure', failure };
   }
 }

@@ -1,5 +1,5 @@
 import { Counter } from 'prom-client';
-import { metricsRegistry } from '../platform/metrics.js';
+import { metricsRegistry } from '../platform/telemetry/metrics.js';
 
 /** The refund worker's counters (its jobs' depth and age: src/jobs/job-metrics.ts). */
 export const refundMetrics = {

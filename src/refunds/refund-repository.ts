@@ -1,4 +1,4 @@
-import type { Queryable } from '../platform/db.js';
+import type { Queryable } from '../platform/database/db.js';
 import { REFUND_COLUMNS, type RefundRow } from './refund-resource.js';
 
 /** A merchant's refund, or null: another merchant's refund is indistinguishable from none. */

@@ -1,7 +1,7 @@
 import { SpanKind, type Span } from '@opentelemetry/api';
 import { contextOf } from '../outbox/trace-context.js';
-import { inSpan } from '../platform/tracing.js';
-import type { ClaimedRefundJob } from './refund-job-repository.js';
+import { inSpan } from '../platform/telemetry/tracing.js';
+import type { ClaimedRefundJob } from './refund-job-store.js';
 
 /**
  * One attempt of a refund job: a child of the refund POST's trace context (stored with the job),

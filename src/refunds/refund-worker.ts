@@ -1,3 +1,4 @@
+import { deadLetterMetrics } from '../jobs/dead-letter-metrics.js';
 import type { RefundAcquirer } from '../acquirer/acquirer.js';
 import type { DeadLetterOutbox } from '../jobs/dead-letter-job.js';
 import type { CallGate } from '../jobs/job-gate.js';
@@ -9,18 +10,17 @@ import {
   type JobPolicy,
 } from '../jobs/job-worker.js';
 import { currentTraceContext } from '../outbox/trace-context.js';
-import type { Config } from '../platform/config.js';
-import type { Pool } from '../platform/db.js';
-import type { Logger } from '../platform/logger.js';
-import type { OutageLog } from '../platform/outage-log.js';
-import { settlementMetrics } from '../settlement/settlement-metrics.js';
+import type { Config } from '../platform/config/config.js';
+import type { Pool } from '../platform/database/db.js';
+import type { Logger } from '../platform/telemetry/logger.js';
+import type { OutageLog } from '../platform/resilience/outage-log.js';
 import { callRefund, inquireRefund, refundLetter } from './refund-job.js';
 import {
   claimDueRefundJobs,
   completeRefund,
   type ClaimedRefundJob,
   type RefundFinal,
-} from './refund-job-repository.js';
+} from './refund-job-store.js';
 import { refundMetrics } from './refund-metrics.js';
 import { inRefundSpan } from './refund-spans.js';
 
@@ -122,7 +122,7 @@ export function createRefundWorker(deps: RefundWorkerDeps) {
       if (result === 'completed' && final) refundMetrics.completed.inc({ status: final.status });
       // The same dead-letter counter (and alert) as dead charges: same topic, same replay.
       if (result === 'dead' && failure) {
-        settlementMetrics.deadLettered.inc({ error_class: failure.errorClass });
+        deadLetterMetrics.sent.inc({ error_class: failure.errorClass });
       }
     },
     ...(deps.afterRefund ? { afterAttempt: deps.afterRefund } : {}),

@@ -9,7 +9,7 @@ import {
   type PeekedLocals,
 } from '../merchants/merchant-gate.js';
 import type { Merchant } from '../merchants/merchant-repository.js';
-import type { Queryable } from '../platform/db.js';
+import type { Queryable } from '../platform/database/db.js';
 import type { CreateRefund } from './create-refund.js';
 import { findRefund, listRefunds } from './refund-repository.js';
 import { toRefundResource } from './refund-resource.js';

@@ -1,3 +1,4 @@
+import { acquirerMetrics } from '../acquirer/acquirer-metrics.js';
 import {
   type Acquirer,
   type ChargeResult,
@@ -6,7 +7,7 @@ import {
   inAcquirerSpan,
 } from '../acquirer/acquirer.js';
 import type { AttemptAnswer, InquiryAnswer } from '../jobs/job-worker.js';
-import type { FinalStatus, SettlementJob } from './settlement-repository.js';
+import type { FinalStatus, SettlementJob } from './settlement-job-store.js';
 import { settlementMetrics } from './settlement-metrics.js';
 
 /** Charges the job's payment with its idempotency key; never rejects. */
@@ -63,7 +64,7 @@ export async function inquireCharge(
       );
       return answer ?? { outcome: 'not_found' as const };
     });
-    settlementMetrics.inquiries.inc({
+    acquirerMetrics.inquiries.inc({
       kind: 'charge',
       result: found.outcome === 'not_found' ? 'not_found' : 'found',
     });
@@ -71,7 +72,7 @@ export async function inquireCharge(
     return { kind: 'found', final: finalOf(found) };
   } catch (error) {
     const failure = classifyAcquirerFailure(error);
-    settlementMetrics.inquiries.inc({ kind: 'charge', result: failure.errorClass });
+    acquirerMetrics.inquiries.inc({ kind: 'charge', result: failure.errorClass });
     return { kind: 'failure', failure };
   }
 }

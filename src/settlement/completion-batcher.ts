@@ -1,5 +1,5 @@
 import type { CompletionOutcome } from '../jobs/job-worker.js';
-import type { Completion } from './settlement-repository.js';
+import type { Completion } from './settlement-job-store.js';
 
 /** Records one payment's final answer; resolves with what that did (CompletionOutcome). */
 export type CompletePayment = (completion: Completion) => Promise<CompletionOutcome>;

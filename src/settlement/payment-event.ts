@@ -1,18 +1,11 @@
 import { z } from 'zod';
+import { isEventType } from '../events/event-types.js';
 
-/**
- * The CloudEvents types on the payments topic; settlement acts on `payment.created` only.
- * Refund events share the topic (keyed by payment id, for order) and are skipped here: refund
+/*
+ * Settlement acts on `payment.created` only. The other types of the topic (src/events/) are
+ * skipped here: refund events share the topic (keyed by payment id, for order), but refund
  * work is a durable job written with the refund (src/refunds), not consumed from Kafka.
  */
-export const KNOWN_EVENT_TYPES = [
-  'payment.created',
-  'payment.settled',
-  'payment.failed',
-  'refund.created',
-  'refund.succeeded',
-  'refund.failed',
-] as const;
 
 /**
  * The `dataversion` majors this settlement reads (src/outbox/cloud-event.ts). A newer minor is
@@ -85,7 +78,7 @@ export function parsePaymentEvent(
     return { kind: 'poison', errorClass: 'invalid_envelope', message: summarize(envelope.error) };
   }
   const { id, type, subject, data, dataversion } = envelope.data;
-  if (!(KNOWN_EVENT_TYPES as readonly string[]).includes(type)) {
+  if (!isEventType(type)) {
     return {
       kind: 'poison',
       errorClass: 'unknown_event_type',

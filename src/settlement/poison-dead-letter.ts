@@ -1,9 +1,9 @@
+import { deadLetterMetrics } from '../jobs/dead-letter-metrics.js';
 import type { DeadLetterOutbox } from '../jobs/dead-letter-job.js';
 import { toPoisonDeadLetter, type DeadLetterReason } from '../jobs/dead-letter.js';
 import { storeDeadLetter } from '../jobs/dead-letter-store.js';
-import type { Pool } from '../platform/db.js';
-import type { ConsumedRecord } from '../platform/kafka.js';
-import { settlementMetrics } from './settlement-metrics.js';
+import type { Pool } from '../platform/database/db.js';
+import type { ConsumedRecord } from '../platform/kafka/kafka.js';
 
 /**
  * A record the consumer cannot accept (poison, unknown payment): stored as it was consumed, once
@@ -23,5 +23,5 @@ export async function deadLetterPoison(
     record: toPoisonDeadLetter(record, reason),
   });
   deps.deadLetters.wake();
-  if (stored) settlementMetrics.deadLettered.inc({ error_class: reason.errorClass });
+  if (stored) deadLetterMetrics.sent.inc({ error_class: reason.errorClass });
 }

@@ -1,10 +1,10 @@
-import { withTransaction, type Pool, type PoolClient } from '../platform/db.js';
+import { withTransaction, type Pool, type PoolClient } from '../platform/database/db.js';
 import type { SourceRecord } from '../jobs/dead-letter.js';
 import { claimedOnInsert, claimOnInsertSql, type IntakeClaim } from '../jobs/claim-on-insert.js';
 import { reviveDeadJobs } from '../jobs/job-store.js';
 import { SETTLEMENT_JOBS } from '../jobs/job-table.js';
-import { moveToProcessing } from '../payments/payment-writes.js';
-import type { SettlementJob } from './settlement-repository.js';
+import { moveToProcessing } from '../payments/payment-updates.js';
+import type { SettlementJob } from './settlement-job-store.js';
 
 /** A parsed `payment.created` record of one consumed batch. */
 export interface CreatedEvent {

@@ -1,8 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import type { Admin, ConsumedRecord, KafkaClient, ProducerRecord } from '../platform/kafka.js';
-import { createIdempotentProducer, publish, readTopicToEnd } from '../platform/kafka.js';
-import type { Queryable } from '../platform/db.js';
-import type { Logger } from '../platform/logger.js';
+import type {
+  Admin,
+  ConsumedRecord,
+  KafkaClient,
+  ProducerRecord,
+} from '../platform/kafka/kafka.js';
+import { createIdempotentProducer, publish, readTopicToEnd } from '../platform/kafka/kafka.js';
+import type { Queryable } from '../platform/database/db.js';
+import type { Logger } from '../platform/telemetry/logger.js';
 import { readReplayableDeadLetters } from '../jobs/dead-letter-rows.js';
 import { traceContextHeaders } from '../outbox/trace-context.js';
 import { DLQ_HEADERS, REPLAY_TOKEN_HEADER } from '../jobs/dead-letter.js';

@@ -1,5 +1,5 @@
 import { Counter, Histogram } from 'prom-client';
-import { metricsRegistry } from '../platform/metrics.js';
+import { metricsRegistry } from '../platform/telemetry/metrics.js';
 
 /** Settlement's counters and its accepted-to-settled latency. */
 export const settlementMetrics = {
@@ -20,12 +20,6 @@ export const settlementMetrics = {
     labelNames: ['result'] as const,
     registers: [metricsRegistry],
   }),
-  inquiries: new Counter({
-    name: 'acquirer_inquiries_total',
-    help: 'Status inquiries at the acquirer after an unknown outcome, by kind (charge, refund) and result (found, not_found, or the error class)',
-    labelNames: ['kind', 'result'] as const,
-    registers: [metricsRegistry],
-  }),
   retried: new Counter({
     name: 'settlement_retries_scheduled_total',
     help: 'Transient failures scheduled for another attempt',
@@ -35,12 +29,6 @@ export const settlementMetrics = {
     name: 'settlement_payments_completed_total',
     help: 'Payments moved to a terminal state, by status',
     labelNames: ['status'] as const,
-    registers: [metricsRegistry],
-  }),
-  deadLettered: new Counter({
-    name: 'settlement_dead_letters_total',
-    help: 'Records sent to the dead-letter topic, by error class',
-    labelNames: ['error_class'] as const,
     registers: [metricsRegistry],
   }),
   settleLatency: new Histogram({

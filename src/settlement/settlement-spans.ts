@@ -1,8 +1,8 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, type Span } from '@opentelemetry/api';
 import { contextOf, traceContextOfEnvelope } from '../outbox/trace-context.js';
-import type { ConsumedRecord } from '../platform/kafka.js';
-import { inSpan, tracer } from '../platform/tracing.js';
-import type { SettlementJob } from './settlement-repository.js';
+import type { ConsumedRecord } from '../platform/kafka/kafka.js';
+import { inSpan, tracer } from '../platform/telemetry/tracing.js';
+import type { SettlementJob } from './settlement-job-store.js';
 
 /**
  * The consumer's intake of one record: a CONSUMER span, child of the record's `ce_traceparent`

@@ -1,5 +1,5 @@
-import type { Config } from '../platform/config.js';
-import { ensureTopics, type Admin } from '../platform/kafka.js';
+import type { Config } from '../platform/config/config.js';
+import { ensureTopics, type Admin } from '../platform/kafka/kafka.js';
 
 /**
  * The topics settlement reads and writes, created when missing: the payments topic, and the

@@ -1,3 +1,4 @@
+import { deadLetterMetrics } from '../jobs/dead-letter-metrics.js';
 import type { Acquirer } from '../acquirer/acquirer.js';
 import type { DeadLetterReason } from '../jobs/dead-letter.js';
 import type { DeadLetterOutbox } from '../jobs/dead-letter-job.js';
@@ -10,11 +11,11 @@ import {
   type JobPolicy,
 } from '../jobs/job-worker.js';
 import { currentTraceContext } from '../outbox/trace-context.js';
-import type { Config } from '../platform/config.js';
-import type { Pool } from '../platform/db.js';
-import type { ConsumedRecord } from '../platform/kafka.js';
-import type { Logger } from '../platform/logger.js';
-import type { OutageLog } from '../platform/outage-log.js';
+import type { Config } from '../platform/config/config.js';
+import type { Pool } from '../platform/database/db.js';
+import type { ConsumedRecord } from '../platform/kafka/kafka.js';
+import type { Logger } from '../platform/telemetry/logger.js';
+import type { OutageLog } from '../platform/resilience/outage-log.js';
 import { callAcquirer, inquireCharge } from './call-acquirer.js';
 import { createCompletionBatcher } from './completion-batcher.js';
 import { deadLetterPoison } from './poison-dead-letter.js';
@@ -24,7 +25,7 @@ import {
   completePayments,
   type FinalStatus,
   type SettlementJob,
-} from './settlement-repository.js';
+} from './settlement-job-store.js';
 import { emptySettlementRunCounts, type SettlementRunCounts } from './settlement-run-counts.js';
 import { inSettleSpan } from './settlement-spans.js';
 
@@ -126,7 +127,7 @@ export function createSettlementWorker(deps: WorkerDeps) {
       } else if (result === 'retried') {
         settlementMetrics.retried.inc();
       } else if (result === 'dead' && failure) {
-        settlementMetrics.deadLettered.inc({ error_class: failure.errorClass });
+        deadLetterMetrics.sent.inc({ error_class: failure.errorClass });
       }
     },
     ...(deps.afterCharge ? { afterAttempt: deps.afterCharge } : {}),

@@ -4,8 +4,8 @@ import { codePoints } from '../http/code-points.js';
 import { requestFingerprint } from '../idempotency/fingerprint.js';
 import type { CreateOnce } from '../idempotency/idempotent-create.js';
 import type { CreateOutcome } from '../idempotency/replay-stored-response.js';
-import type { Config } from '../platform/config.js';
-import type { Pool } from '../platform/db.js';
+import type { Config } from '../platform/config/config.js';
+import type { Pool } from '../platform/database/db.js';
 import type { AddressPolicy } from './address-policy.js';
 import { insertEndpoint, type InsertEndpointResult } from './webhook-endpoint-repository.js';
 import {

@@ -3,8 +3,8 @@ import { requestFingerprint } from '../idempotency/fingerprint.js';
 import { keyRecordExists, keyRecordInsertCte } from '../idempotency/idempotency-repository.js';
 import type { CreateOnce } from '../idempotency/idempotent-create.js';
 import type { CreateOutcome } from '../idempotency/replay-stored-response.js';
-import type { Config } from '../platform/config.js';
-import { withTransaction, type Pool } from '../platform/db.js';
+import type { Config } from '../platform/config/config.js';
+import { withTransaction, type Pool } from '../platform/database/db.js';
 import type { ReplayBody, WebhookReplayResource } from './webhook-delivery-schemas.js';
 
 /**

@@ -1,4 +1,4 @@
-import { withTransaction, type Pool, type Queryable } from '../platform/db.js';
+import { withTransaction, type Pool, type Queryable } from '../platform/database/db.js';
 import { DELIVERY_COLUMNS, DELIVERY_FROM, type DeliveryRow } from './webhook-resource.js';
 
 /** What a merchant reads and does with an endpoint's deliveries: list, get, retry. */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { listLimitSchema, listPageSchema } from '../http/list-page.js';
-import { WEBHOOK_EVENT_TYPES } from '../outbox/webhook-fanout.js';
+import { WEBHOOK_EVENT_TYPES } from './webhook-fanout.js';
 
 /** The request and response schemas of an endpoint's deliveries and replay (validation and OpenAPI). */
 

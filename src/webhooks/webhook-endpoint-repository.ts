@@ -1,5 +1,10 @@
 import { keyRecordExists, keyRecordInsertCte } from '../idempotency/idempotency-repository.js';
-import { withTransaction, type Pool, type PoolClient, type Queryable } from '../platform/db.js';
+import {
+  withTransaction,
+  type Pool,
+  type PoolClient,
+  type Queryable,
+} from '../platform/database/db.js';
 import { ENDPOINT_COLUMNS, type EndpointRow } from './webhook-resource.js';
 
 /** Every statement on webhook_endpoints and webhook_endpoint_secrets the API runs. */

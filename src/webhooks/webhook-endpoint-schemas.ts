@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { codePoints } from '../http/code-points.js';
 import { listLimitSchema, listPageSchema } from '../http/list-page.js';
-import { WEBHOOK_EVENT_TYPES } from '../outbox/webhook-fanout.js';
+import { WEBHOOK_EVENT_TYPES } from './webhook-fanout.js';
 
 /** The request and response schemas of /webhook_endpoints (validation and OpenAPI). */
 

@@ -1,5 +1,5 @@
 import { Counter, Histogram } from 'prom-client';
-import { metricsRegistry } from '../platform/metrics.js';
+import { metricsRegistry } from '../platform/telemetry/metrics.js';
 
 /** How one delivery attempt (or a delivery ended without one) came out. */
 export const WEBHOOK_DELIVERY_OUTCOMES = [

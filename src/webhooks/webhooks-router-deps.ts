@@ -1,7 +1,7 @@
 import type { CreateOnce } from '../idempotency/idempotent-create.js';
 import type { MerchantGateDeps } from '../merchants/merchant-gate.js';
-import type { Config } from '../platform/config.js';
-import type { Pool } from '../platform/db.js';
+import type { Config } from '../platform/config/config.js';
+import type { Pool } from '../platform/database/db.js';
 import type { AddressPolicy } from './address-policy.js';
 
 /** What the webhook routes need (webhooks-router.ts wires them). */

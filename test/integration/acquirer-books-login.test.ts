@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/platform/logger.js';
-import { applyMigrations, MIGRATIONS_DIR } from '../../src/platform/migrate.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
+import { applyMigrations, MIGRATIONS_DIR } from '../../src/platform/database/migration-runner.js';
 import { createTestDatabase, testConfig, type TestDatabase } from '../support/isolation.js';
 
 /**

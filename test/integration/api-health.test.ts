@@ -1,11 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi } from '../../src/apps/api/start-api.js';
 import type { RunningRole } from '../../src/apps/running-role.js';
-import { startInternalServer, type InternalServer } from '../../src/platform/internal-server.js';
-import { createLogger } from '../../src/platform/logger.js';
-import { createPlatform, type Platform } from '../../src/platform/platform.js';
+import {
+  startInternalServer,
+  type InternalServer,
+} from '../../src/platform/lifecycle/internal-server.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
+import { createPlatform, type Platform } from '../../src/platform/lifecycle/platform.js';
 import { processDependencies } from '../../src/apps/role-dependencies.js';
-import { checkReadiness } from '../../src/platform/readiness.js';
+import { checkReadiness } from '../../src/platform/lifecycle/readiness.js';
 import { testConfig } from '../support/isolation.js';
 
 interface Served {

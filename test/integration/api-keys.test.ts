@@ -6,11 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateApiKey, hashApiKey } from '../../src/merchants/api-key.js';
 import { createApiKey, revokeApiKey } from '../../src/merchants/api-key-repository.js';
 import { createAuthenticator } from '../../src/merchants/authenticator.js';
-import { MIGRATIONS_DIR } from '../../src/platform/migrate.js';
+import { MIGRATIONS_DIR } from '../../src/platform/database/migration-runner.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import { REPO_ROOT } from '../support/services.js';
 import { getJson, startTestApi, type TestApi } from '../support/test-api.js';
-import { migrateUp } from '../../src/platform/migrate.js';
+import { migrateUp } from '../../src/platform/database/migration-runner.js';
 import { capturedLogger } from '../support/captured-logger.js';
 
 let db: TestDatabase;

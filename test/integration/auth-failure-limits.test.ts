@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiKeyPrefix, generateApiKey } from '../../src/merchants/api-key.js';
-import { ConfigError } from '../../src/platform/config.js';
+import { ConfigError } from '../../src/platform/config/config.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import {
   getJson,

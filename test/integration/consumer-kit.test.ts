@@ -10,16 +10,16 @@ import {
   type OutOfOrderReport,
 } from '../../src/consumer-kit/consumer-kit.js';
 import { toKafkaRecord } from '../../src/outbox/cloud-event.js';
-import { paymentEventId, type PaymentEventType } from '../../src/outbox/event-id.js';
-import { refundEventId, type RefundEventType } from '../../src/outbox/refund-event-id.js';
+import { paymentEventId, type PaymentEventType } from '../../src/payments/payment-event-id.js';
+import { refundEventId, type RefundEventType } from '../../src/refunds/refund-event-id.js';
 import {
   createIdempotentProducer,
   createKafka,
   ensureTopics,
   type Admin,
   type KafkaClient,
-} from '../../src/platform/kafka.js';
-import { createLogger } from '../../src/platform/logger.js';
+} from '../../src/platform/kafka/kafka.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
 import {
   createTestDatabase,
   testConfig,

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerWebhookEndpointProbe } from '../../src/apps/webhooks/webhook-endpoint-metrics.js';
+import { registerWebhookEndpointProbe } from '../../src/webhooks/webhook-endpoint-metrics.js';
 import { createIdempotencyReaper } from '../../src/idempotency/idempotency-reaper.js';
-import { metricsRegistry } from '../../src/platform/metrics.js';
+import { metricsRegistry } from '../../src/platform/telemetry/metrics.js';
 import {
   assertUnprivilegedLogin,
   PrivilegedLoginError,
-} from '../../src/platform/privileged-login.js';
+} from '../../src/platform/database/privileged-login.js';
 import { createTestDatabase, testConfig, type TestDatabase } from '../support/isolation.js';
 import { startRoleProcess } from '../support/role-process.js';
 import { roleDatabaseUrl, type ServiceRole } from '../support/role-login.js';
@@ -23,7 +23,7 @@ import {
   startTestDelivery,
 } from '../support/webhook-fixtures.js';
 import { startWebhookTestReceiver } from '../support/webhook-test-receiver.js';
-import { reapWebhookEvents } from '../../src/webhooks/webhook-delivery.js';
+import { reapWebhookEvents } from '../../src/webhooks/webhook-delivery-worker.js';
 
 /** Issue #11 item 3: each process kind's login holds only what its statements need. */
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { paymentEventId } from '../../src/outbox/event-id.js';
-import { createLogger } from '../../src/platform/logger.js';
+import { paymentEventId } from '../../src/payments/payment-event-id.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
 import { DLQ_HEADERS } from '../../src/jobs/dead-letter.js';
 import {
   listUnreadableDeadLetters,

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { paymentEventId } from '../../src/outbox/event-id.js';
+import { paymentEventId } from '../../src/payments/payment-event-id.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import { eventually, readTopic } from '../support/settlement-harness.js';
 import { getJson, postPayment, type TestApi } from '../support/test-api.js';

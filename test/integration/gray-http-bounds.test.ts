@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startApi } from '../../src/apps/api/start-api.js';
-import { createPlatform } from '../../src/platform/platform.js';
+import { createPlatform } from '../../src/platform/lifecycle/platform.js';
 import { createTestDatabase, testConfig, type TestDatabase } from '../support/isolation.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import { countWrites, postPayment, startTestApi, type TestApi } from '../support/test-api.js';

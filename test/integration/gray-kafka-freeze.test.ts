@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKafka, type KafkaClient } from '../../src/platform/kafka.js';
-import { createLogger } from '../../src/platform/logger.js';
+import { createKafka, type KafkaClient } from '../../src/platform/kafka/kafka.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
 import { createTestDatabase, testConfig, type TestDatabase } from '../support/isolation.js';
 import {
   privateKafkaUnavailable,

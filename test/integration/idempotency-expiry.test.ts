@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createIdempotencyReaper } from '../../src/idempotency/idempotency-reaper.js';
-import { createLogger } from '../../src/platform/logger.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import { postPayment, startTestApi, type TestApi } from '../support/test-api.js';
 

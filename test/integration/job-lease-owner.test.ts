@@ -1,9 +1,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createRefundSimulator } from '../../src/acquirer/refund-simulator.js';
-import { metricsRegistry } from '../../src/platform/metrics.js';
-import type { ClaimedRefundJob } from '../../src/refunds/refund-job-repository.js';
+import { metricsRegistry } from '../../src/platform/telemetry/metrics.js';
+import type { ClaimedRefundJob } from '../../src/refunds/refund-job-store.js';
 import { createRefundWorker } from '../../src/refunds/refund-worker.js';
-import type { SettlementJob } from '../../src/settlement/settlement-repository.js';
+import type { SettlementJob } from '../../src/settlement/settlement-job-store.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import { postRefund, settledPayment } from '../support/refund-client.js';
 import {

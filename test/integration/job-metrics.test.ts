@@ -9,8 +9,8 @@ import {
   registerJobProbes,
 } from '../../src/jobs/job-metrics.js';
 import type { JobKind } from '../../src/jobs/job-table.js';
-import type { Queryable } from '../../src/platform/db.js';
-import { metricsRegistry } from '../../src/platform/metrics.js';
+import type { Queryable } from '../../src/platform/database/db.js';
+import { metricsRegistry } from '../../src/platform/telemetry/metrics.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 
 /**

@@ -5,8 +5,8 @@ import {
   ensureTopics,
   type Admin,
   type KafkaClient,
-} from '../../src/platform/kafka.js';
-import { createLogger } from '../../src/platform/logger.js';
+} from '../../src/platform/kafka/kafka.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
 import { testConfig, uniqueSuffix, uniqueTopic } from '../support/isolation.js';
 
 let kafka: KafkaClient;

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createKeyLocks, type ClaimAttempt } from '../../src/idempotency/key-lock.js';
 import { createResponseCache } from '../../src/idempotency/response-cache.js';
 import type { StoredResponse } from '../../src/idempotency/stored-response.js';
-import { redisScript } from '../../src/platform/redis-script.js';
+import { redisScript } from '../../src/platform/redis/redis-script.js';
 import { deleteKeysWithPrefix, uniqueSuffix } from '../support/isolation.js';
 
 let redis: Redis;

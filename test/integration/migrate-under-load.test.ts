@@ -2,7 +2,10 @@ import path from 'node:path';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BENCH_TIER, defineTier } from '../../src/merchants/tier-repository.js';
-import { applyMigrations, type MigrateResult } from '../../src/platform/migrate.js';
+import {
+  applyMigrations,
+  type MigrateResult,
+} from '../../src/platform/database/migration-runner.js';
 import { capturedLogger } from '../support/captured-logger.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import {

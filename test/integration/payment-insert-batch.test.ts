@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   insertPaymentOnce,
   type NewPaymentRecord,
-} from '../../src/payments/insert-payment-once.js';
+} from '../../src/payments/payment-insert-single.js';
 import { createPaymentInsertBatcher } from '../../src/payments/payment-insert-batcher.js';
 import { createMerchant } from '../../src/merchants/merchant-repository.js';
 import { BENCH_TIER, defineTier } from '../../src/merchants/tier-repository.js';

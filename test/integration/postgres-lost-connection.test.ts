@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/platform/config.js';
-import { createPool, withTransaction, type Pool } from '../../src/platform/db.js';
-import { createLogger } from '../../src/platform/logger.js';
+import { loadConfig } from '../../src/platform/config/config.js';
+import { createPool, withTransaction, type Pool } from '../../src/platform/database/db.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
 import { capturedLogger } from '../support/captured-logger.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { withTransaction } from '../../src/platform/db.js';
+import { withTransaction } from '../../src/platform/database/db.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 
 let db: TestDatabase;

@@ -121,7 +121,7 @@ async function tracedApiAfterOneRequest(collectorPort: number, env: Record<strin
       OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `http://127.0.0.1:${String(collectorPort)}/v1/traces`,
       ...env,
     }),
-    ['--import', path.join(REPO_ROOT, 'dist/platform/register-tracing.js')],
+    ['--import', path.join(REPO_ROOT, 'dist/platform/telemetry/register-tracing.js')],
   );
   const listening = await proc.waitForLog('api listening');
   /** One traced request; its span is exported with the next batch. */
@@ -184,7 +184,10 @@ describe('process entry points', () => {
   ])(
     'when the tracing preload gets %j, then the process exits 1 with one line naming the setting',
     async (settings, line) => {
-      const preload = ['--import', path.join(REPO_ROOT, 'dist/platform/register-tracing.js')];
+      const preload = [
+        '--import',
+        path.join(REPO_ROOT, 'dist/platform/telemetry/register-tracing.js'),
+      ];
       const { exited } = startProcess('apps/api/main.js', processEnv(settings), preload);
       const result = await exited;
       expect(result.code).toBe(1);
@@ -248,7 +251,7 @@ describe('process entry points', () => {
     const collector = await recordingCollector();
     // What a CLI does: a span, a pause long enough for a scheduled export (the thread starts
     // and goes idle), a last span, then nothing left to do.
-    const tracing = pathToFileURL(path.join(REPO_ROOT, 'dist/platform/tracing.js')).href;
+    const tracing = pathToFileURL(path.join(REPO_ROOT, 'dist/platform/telemetry/tracing.js')).href;
     const script = [
       `import { tracer } from ${JSON.stringify(tracing)};`,
       `tracer.startSpan('first-cli-span').end();`,
@@ -260,7 +263,7 @@ describe('process entry points', () => {
         process.execPath,
         [
           '--import',
-          path.join(REPO_ROOT, 'dist/platform/register-tracing.js'),
+          path.join(REPO_ROOT, 'dist/platform/telemetry/register-tracing.js'),
           '--input-type=module',
           '-e',
           script,

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createLogger } from '../../src/platform/logger.js';
-import { createOutageLog } from '../../src/platform/outage-log.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
+import { createOutageLog } from '../../src/platform/resilience/outage-log.js';
 import { createRateLimiter, type RatePolicy } from '../../src/rate-limits/rate-limiter.js';
 import { deleteKeysWithPrefix, uniqueSuffix } from '../support/isolation.js';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createOutageLog } from '../../src/platform/outage-log.js';
-import { closeRedis, createRedis, type Redis } from '../../src/platform/redis.js';
+import { createOutageLog } from '../../src/platform/resilience/outage-log.js';
+import { closeRedis, createRedis, type Redis } from '../../src/platform/redis/redis.js';
 import { createRateLimit } from '../../src/rate-limits/rate-limiter.js';
 import { capturedLogger } from '../support/captured-logger.js';
 import { deleteKeysWithPrefix, uniqueSuffix } from '../support/isolation.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BENCH_TIER, defineTier } from '../../src/merchants/tier-repository.js';
-import { refundEventId } from '../../src/outbox/refund-event-id.js';
+import { refundEventId } from '../../src/refunds/refund-event-id.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import { postRefund, refundFacts, settledPayment } from '../support/refund-client.js';
 import { getJson, postPayment, startTestApi, type TestApi } from '../support/test-api.js';

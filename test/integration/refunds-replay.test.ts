@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RefundAcquirer } from '../../src/acquirer/acquirer.js';
 import { createRefundSimulator } from '../../src/acquirer/refund-simulator.js';
-import { refundEventId } from '../../src/outbox/refund-event-id.js';
-import { createLogger } from '../../src/platform/logger.js';
+import { refundEventId } from '../../src/refunds/refund-event-id.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
 import { reviveDeadJobs } from '../../src/jobs/job-store.js';
 import { REFUND_JOBS } from '../../src/jobs/job-table.js';
 import { createRefundWorker } from '../../src/refunds/refund-worker.js';

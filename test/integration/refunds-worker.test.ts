@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRefundSimulator } from '../../src/acquirer/refund-simulator.js';
-import { refundEventId } from '../../src/outbox/refund-event-id.js';
-import { metricsRegistry } from '../../src/platform/metrics.js';
+import { refundEventId } from '../../src/refunds/refund-event-id.js';
+import { metricsRegistry } from '../../src/platform/telemetry/metrics.js';
 import { createRefundWorker, type RefundWorker } from '../../src/refunds/refund-worker.js';
 import { verifyPayments } from '../../tools/verify/verify-payments.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';

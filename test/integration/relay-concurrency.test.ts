@@ -7,8 +7,8 @@ import {
   ensureTopics,
   type Admin,
   type KafkaClient,
-} from '../../src/platform/kafka.js';
-import { createLogger } from '../../src/platform/logger.js';
+} from '../../src/platform/kafka/kafka.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
 import {
   countPending,
   expectedRecords,

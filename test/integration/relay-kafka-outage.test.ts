@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createRelayKafka } from '../../src/outbox/relay-kafka.js';
 import { createRelay } from '../../src/outbox/relay.js';
 import { listenForOutbox } from '../../src/outbox/outbox-listener.js';
-import { createKafka, ensureTopics, type KafkaClient } from '../../src/platform/kafka.js';
-import { createLogger } from '../../src/platform/logger.js';
+import { createKafka, ensureTopics, type KafkaClient } from '../../src/platform/kafka/kafka.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
 import { metricValue } from '../support/metric-value.js';
 import {
   countPending,

@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createRelayKafka } from '../../src/outbox/relay-kafka.js';
 import { createRelay } from '../../src/outbox/relay.js';
-import type { Config } from '../../src/platform/config.js';
+import type { Config } from '../../src/platform/config/config.js';
 import {
   createKafka,
   ensureTopics,
   type Admin,
   type KafkaClient,
-} from '../../src/platform/kafka.js';
-import { createLogger } from '../../src/platform/logger.js';
+} from '../../src/platform/kafka/kafka.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
 import { metricValue } from '../support/metric-value.js';
 import { insertOutboxEvents, type BuiltEvent } from '../support/outbox-builder.js';
 import {

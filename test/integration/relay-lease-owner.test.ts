@@ -8,8 +8,8 @@ import {
 } from '../../src/outbox/outbox-repository.js';
 import { createRelayKafka } from '../../src/outbox/relay-kafka.js';
 import { createRelay } from '../../src/outbox/relay.js';
-import { createKafka, ensureTopics, type Admin } from '../../src/platform/kafka.js';
-import { createLogger } from '../../src/platform/logger.js';
+import { createKafka, ensureTopics, type Admin } from '../../src/platform/kafka/kafka.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
 import { insertOutboxEvents } from '../support/outbox-builder.js';
 import {
   createTestDatabase,

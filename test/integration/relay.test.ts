@@ -10,16 +10,16 @@ import { EVENT_SOURCE } from '../../src/outbox/cloud-event.js';
 import { listenForOutbox } from '../../src/outbox/outbox-listener.js';
 import { registerBacklogProbe } from '../../src/outbox/outbox-metrics.js';
 import { readBacklog } from '../../src/outbox/outbox-repository.js';
-import type { Config } from '../../src/platform/config.js';
-import type { Queryable } from '../../src/platform/db.js';
+import type { Config } from '../../src/platform/config/config.js';
+import type { Queryable } from '../../src/platform/database/db.js';
 import {
   createKafka,
   ensureTopics,
   type Admin,
   type KafkaClient,
-} from '../../src/platform/kafka.js';
-import { createLogger } from '../../src/platform/logger.js';
-import { startInternalServer } from '../../src/platform/internal-server.js';
+} from '../../src/platform/kafka/kafka.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
+import { startInternalServer } from '../../src/platform/lifecycle/internal-server.js';
 import { metricValue } from '../support/metric-value.js';
 import {
   countPending,

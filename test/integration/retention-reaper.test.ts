@@ -5,7 +5,7 @@ import {
   settlementSweeps,
   startRetentionReaper,
 } from '../../src/jobs/retention-reaper.js';
-import { createLogger } from '../../src/platform/logger.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
 import { createTestDatabase, testConfig, type TestDatabase } from '../support/isolation.js';
 
 /**

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nextJobDueAt } from '../../src/jobs/job-store.js';
 import { SETTLEMENT_JOBS } from '../../src/jobs/job-table.js';
-import { claimDueJobs } from '../../src/settlement/settlement-repository.js';
+import { claimDueJobs } from '../../src/settlement/settlement-job-store.js';
 
 const nextDueAt = (db: Parameters<typeof nextJobDueAt>[0]) => nextJobDueAt(db, SETTLEMENT_JOBS);
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';

@@ -2,14 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMerchant } from '../../src/merchants/merchant-repository.js';
-import { paymentEventId } from '../../src/outbox/event-id.js';
-import { insertPaymentOnce } from '../../src/payments/insert-payment-once.js';
+import { paymentEventId } from '../../src/payments/payment-event-id.js';
+import { insertPaymentOnce } from '../../src/payments/payment-insert-single.js';
 import { newPaymentResource } from '../../src/payments/payment-resource.js';
 import {
   recordAndClaimCreatedEvents,
   type CreatedEvent,
 } from '../../src/settlement/record-created-events.js';
-import { claimDueJobs, completePayments } from '../../src/settlement/settlement-repository.js';
+import { claimDueJobs, completePayments } from '../../src/settlement/settlement-job-store.js';
 import { createTestDatabase, uniqueSuffix, type TestDatabase } from '../support/isolation.js';
 
 /**

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DLQ_HEADERS } from '../../src/jobs/dead-letter.js';
-import { paymentEventId } from '../../src/outbox/event-id.js';
-import { createLogger } from '../../src/platform/logger.js';
+import { paymentEventId } from '../../src/payments/payment-event-id.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
 import { replayDeadLetters } from '../../src/settlement/replay-dead-letters.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import {

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Acquirer } from '../../src/acquirer/acquirer.js';
 import { createAcquirerSimulator } from '../../src/acquirer/acquirer-simulator.js';
-import { paymentEventId } from '../../src/outbox/event-id.js';
+import { paymentEventId } from '../../src/payments/payment-event-id.js';
 import { DLQ_HEADERS } from '../../src/jobs/dead-letter.js';
 import { replayDeadLetters } from '../../src/settlement/replay-dead-letters.js';
-import { createLogger } from '../../src/platform/logger.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import {
   createSettlementHarness,

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DLQ_HEADERS } from '../../src/jobs/dead-letter.js';
 import { toKafkaRecord } from '../../src/outbox/cloud-event.js';
-import { paymentEventId } from '../../src/outbox/event-id.js';
-import { createIdempotentProducer, publish } from '../../src/platform/kafka.js';
+import { paymentEventId } from '../../src/payments/payment-event-id.js';
+import { createIdempotentProducer, publish } from '../../src/platform/kafka/kafka.js';
 import type { VerifyReport } from '../../tools/verify/verify-payments.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import { postPayment, type TestApi } from '../support/test-api.js';

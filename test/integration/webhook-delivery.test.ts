@@ -12,7 +12,7 @@ import {
   startTestDelivery,
   verifyReceived,
 } from '../support/webhook-fixtures.js';
-import { reapWebhookEvents } from '../../src/webhooks/webhook-delivery.js';
+import { reapWebhookEvents } from '../../src/webhooks/webhook-delivery-worker.js';
 import {
   startWebhookTestReceiver,
   type WebhookTestReceiver,

@@ -2,24 +2,24 @@ import { v7 as uuidv7 } from 'uuid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMerchant } from '../../src/merchants/merchant-repository.js';
 import { toKafkaRecord } from '../../src/outbox/cloud-event.js';
-import { paymentEventId } from '../../src/outbox/event-id.js';
-import { refundEventId } from '../../src/outbox/refund-event-id.js';
+import { paymentEventId } from '../../src/payments/payment-event-id.js';
+import { refundEventId } from '../../src/refunds/refund-event-id.js';
 import { NO_TRACE_CONTEXT } from '../../src/outbox/trace-context.js';
-import { insertPaymentOnce } from '../../src/payments/insert-payment-once.js';
+import { insertPaymentOnce } from '../../src/payments/payment-insert-single.js';
 import { newPaymentResource } from '../../src/payments/payment-resource.js';
 import { insertRefundOnce } from '../../src/refunds/insert-refund-once.js';
 import {
   claimDueRefundJobs,
   completeRefund,
   type RefundFinal,
-} from '../../src/refunds/refund-job-repository.js';
+} from '../../src/refunds/refund-job-store.js';
 import { recordCreatedEvents } from '../../src/settlement/record-created-events.js';
 import {
   claimDueJobs,
   completePayments,
   type Completion,
   type FinalStatus,
-} from '../../src/settlement/settlement-repository.js';
+} from '../../src/settlement/settlement-job-store.js';
 import { createTestDatabase, uniqueSuffix, type TestDatabase } from '../support/isolation.js';
 
 /**

@@ -3,8 +3,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
-import { createLogger } from '../../src/platform/logger.js';
-import { migrateUp } from '../../src/platform/migrate.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
+import { migrateUp } from '../../src/platform/database/migration-runner.js';
 import {
   createScratchDatabase,
   dropScratchDatabasesWithPrefix,

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import { inject } from 'vitest';
-import { loadConfig, type Config } from '../../src/platform/config.js';
+import { loadConfig, type Config } from '../../src/platform/config/config.js';
 import { deleteKeysWithPrefix as deleteAllWithPrefix } from '../../tools/support/delete-keys-with-prefix.js';
 import { createScratchDatabase } from '../../tools/support/scratch-database.js';
 import { roleDatabaseUrl, type ServiceRole } from './role-login.js';

@@ -1,4 +1,4 @@
-import { metricsRegistry } from '../../src/platform/metrics.js';
+import { metricsRegistry } from '../../src/platform/telemetry/metrics.js';
 
 interface Sample {
   value: number;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { Queryable } from '../../src/platform/db.js';
+import type { Queryable } from '../../src/platform/database/db.js';
 import { toKafkaRecord, type KafkaRecord } from '../../src/outbox/cloud-event.js';
-import { paymentEventId } from '../../src/outbox/event-id.js';
+import { paymentEventId } from '../../src/payments/payment-event-id.js';
 import { readAllEvents } from '../../tools/support/read-all-events.js';
 
 /** One outbox row as a test wrote it, in creation (id) order. */

@@ -5,8 +5,8 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createKafka, pingKafka } from '../../src/platform/kafka.js';
-import { createLogger } from '../../src/platform/logger.js';
+import { createKafka, pingKafka } from '../../src/platform/kafka/kafka.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
 import { REPO_ROOT } from './services.js';
 
 /**

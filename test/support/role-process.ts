@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { SERVICE_NODE_FLAGS } from '../../src/platform/service-node-flags.js';
+import { SERVICE_NODE_FLAGS } from '../../src/platform/lifecycle/service-node-flags.js';
 import { REPO_ROOT } from './services.js';
 
 export interface RoleProcess {

@@ -3,11 +3,11 @@ import {
   type SettlementOptions,
 } from '../../src/apps/settlement/start-settlement.js';
 import type { RunningRole } from '../../src/apps/running-role.js';
-import { insertPaymentOnce } from '../../src/payments/insert-payment-once.js';
+import { insertPaymentOnce } from '../../src/payments/payment-insert-single.js';
 import { createMerchant } from '../../src/merchants/merchant-repository.js';
 import { toKafkaRecord } from '../../src/outbox/cloud-event.js';
-import { paymentEventId } from '../../src/outbox/event-id.js';
-import type { Config } from '../../src/platform/config.js';
+import { paymentEventId } from '../../src/payments/payment-event-id.js';
+import type { Config } from '../../src/platform/config/config.js';
 import {
   consume,
   createConsumer,
@@ -17,9 +17,9 @@ import {
   type ConsumedRecord,
   type KafkaClient,
   type ProducerRecord,
-} from '../../src/platform/kafka.js';
-import { createLogger } from '../../src/platform/logger.js';
-import { createPlatform, type Platform } from '../../src/platform/platform.js';
+} from '../../src/platform/kafka/kafka.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
+import { createPlatform, type Platform } from '../../src/platform/lifecycle/platform.js';
 import { newPaymentResource } from '../../src/payments/payment-resource.js';
 import { testConfig, uniqueSuffix, type TestDatabase } from './isolation.js';
 import { v7 as uuidv7 } from 'uuid';

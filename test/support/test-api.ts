@@ -1,8 +1,8 @@
 import { startApi, type ApiOptions } from '../../src/apps/api/start-api.js';
 import type { RunningRole } from '../../src/apps/running-role.js';
-import { createLogger } from '../../src/platform/logger.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
 import { createMerchant } from '../../src/merchants/merchant-repository.js';
-import { createPlatform, type Platform } from '../../src/platform/platform.js';
+import { createPlatform, type Platform } from '../../src/platform/lifecycle/platform.js';
 import { testConfig, type TestDatabase } from './isolation.js';
 
 export interface TestApi {

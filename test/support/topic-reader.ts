@@ -1,4 +1,4 @@
-import { readTopicToEnd, type Admin, type KafkaClient } from '../../src/platform/kafka.js';
+import { readTopicToEnd, type Admin, type KafkaClient } from '../../src/platform/kafka/kafka.js';
 
 /** One message as it sits on the topic. */
 export interface TopicMessage {

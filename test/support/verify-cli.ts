@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import type { Config } from '../../src/platform/config.js';
+import type { Config } from '../../src/platform/config/config.js';
 import type { TestDatabase } from './isolation.js';
 import { REPO_ROOT } from './services.js';
 

@@ -1,4 +1,4 @@
-import type { ProducerRecord } from '../../src/platform/kafka.js';
+import type { ProducerRecord } from '../../src/platform/kafka/kafka.js';
 
 /**
  * `record` (a CloudEvent as this release's relay writes it) as another release would have

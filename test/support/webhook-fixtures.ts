@@ -4,8 +4,8 @@ import { Webhook } from 'standardwebhooks';
 import {
   createWebhookDelivery,
   type WebhookDelivery,
-} from '../../src/webhooks/webhook-delivery.js';
-import { createLogger, type Logger } from '../../src/platform/logger.js';
+} from '../../src/webhooks/webhook-delivery-worker.js';
+import { createLogger, type Logger } from '../../src/platform/telemetry/logger.js';
 import { testConfig, type TestDatabase } from './isolation.js';
 import type { ReceivedWebhook } from './webhook-test-receiver.js';
 

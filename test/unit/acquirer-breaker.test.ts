@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createAcquirerBreaker } from '../../src/acquirer/acquirer-breaker.js';
 import { failureOf, retryAfterMs } from '../../src/acquirer/http-acquirer.js';
-import { metricsRegistry } from '../../src/platform/metrics.js';
+import { metricsRegistry } from '../../src/platform/telemetry/metrics.js';
 import { capturedLogger } from '../support/captured-logger.js';
 
 /** The breaker's logic on a fake clock (DESIGN 107); the real acquirer is in the integration tests. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/platform/config.js';
+import { ConfigError, loadConfig } from '../../src/platform/config/config.js';
 
 /** The acquirer role's settings (issue 29): where it listens, where settlement reaches it. */
 

@@ -2,8 +2,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EVENT_SOURCE, toKafkaRecord } from '../../src/outbox/cloud-event.js';
-import { EVENT_ID_NAMESPACE, paymentEventId } from '../../src/outbox/event-id.js';
-import { configSchema } from '../../src/platform/config.js';
+import { EVENT_ID_NAMESPACE } from '../../src/events/event-types.js';
+import { paymentEventId } from '../../src/payments/payment-event-id.js';
+import { configSchema } from '../../src/platform/config/config.js';
 
 /**
  * The AsyncAPI document is written by hand; these checks keep it from drifting away from the

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cappedExponentialDelay, fullJitterDelay } from '../../src/platform/backoff.js';
+import { cappedExponentialDelay, fullJitterDelay } from '../../src/platform/resilience/backoff.js';
 
 /** A random source that returns `values` in turn. */
 const sequence = (...values: number[]) => {

@@ -1,7 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { configSchema } from '../../src/platform/config.js';
+import { configSchema } from '../../src/platform/config/config.js';
 import {
   configRows,
   readConfigBlock,

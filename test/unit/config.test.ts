@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/platform/config.js';
+import { ConfigError, loadConfig } from '../../src/platform/config/config.js';
 
 function errorFor(env: Record<string, string>, readFile?: (path: string) => string): ConfigError {
   try {

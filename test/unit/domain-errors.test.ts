@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/http/api-error.js';
 import { toApiError } from '../../src/http/error-handler.js';
-import type { DomainError } from '../../src/platform/domain-error.js';
+import type { DomainError } from '../../src/platform/errors/domain-error.js';
 import {
   IdempotencyCacheUnavailable,
   IdempotencyKeyInUse,
   IdempotencyKeyReused,
 } from '../../src/idempotency/idempotency-errors.js';
-import { PaymentDatabaseUnavailable } from '../../src/http/payment-database-guard.js';
+import { PaymentDatabaseUnavailable } from '../../src/idempotency/database-guard.js';
 
 describe('toApiError, given a domain error', () => {
   it('when the key is reused, then 422 idempotency_key_reused without Retry-After', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createOutageLog } from '../../src/platform/outage-log.js';
+import { createOutageLog } from '../../src/platform/resilience/outage-log.js';
 import { createJobLoop } from '../../src/jobs/job-loop.js';
 import type { ClaimedJob } from '../../src/jobs/job-table.js';
 import { capturedLogger } from '../support/captured-logger.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isRecordRejected } from '../../src/platform/kafka.js';
+import { isRecordRejected } from '../../src/platform/kafka/kafka.js';
 
 /** An error shaped like kafkajs' (name, protocol `type`, `cause` when it wraps another). */
 function kafkaError(name: string, type?: string, cause?: Error): Error {

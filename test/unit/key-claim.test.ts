@@ -5,7 +5,7 @@ import type { KeyLocks } from '../../src/idempotency/key-lock.js';
 import { createRedisGuard } from '../../src/idempotency/redis-guard.js';
 import { encodeCachedResponse, type ResponseCache } from '../../src/idempotency/response-cache.js';
 import type { StoredResponse } from '../../src/idempotency/stored-response.js';
-import type { OutageLog } from '../../src/platform/outage-log.js';
+import type { OutageLog } from '../../src/platform/resilience/outage-log.js';
 
 const stored: StoredResponse = {
   paymentId: '0190a6e2-7f6a-7d3c-8a4b-123456789abc',

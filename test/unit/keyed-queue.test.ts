@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createKeyedQueue } from '../../src/platform/keyed-queue.js';
+import { createKeyedQueue } from '../../src/platform/resilience/keyed-queue.js';
 
 function deferred() {
   let resolve!: () => void;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createLeaseLostLog, LeaseLostError } from '../../src/jobs/lease-lost.js';
-import { metricsRegistry } from '../../src/platform/metrics.js';
+import { metricsRegistry } from '../../src/platform/telemetry/metrics.js';
 import { capturedLogger } from '../support/captured-logger.js';
 
 async function lost(kind: string): Promise<number> {

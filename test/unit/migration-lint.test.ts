@@ -6,7 +6,7 @@ import {
   isNoTransaction,
   noTransactionStatements,
   upSection,
-} from '../../src/platform/migration-loader.js';
+} from '../../src/platform/database/migration-loader.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const FIXTURES = path.join(ROOT, 'test/fixtures/migrations');
@@ -65,7 +65,7 @@ describe('the migration linter (squawk via tools/lint/migration-lint.ts, `npm ru
   });
 });
 
-describe('no-transaction migrations (src/platform/migration-loader.ts)', () => {
+describe('no-transaction migrations (src/platform/database/migration-loader.ts)', () => {
   const text = [
     '-- Up Migration',
     '-- migrate: no-transaction',

@@ -7,13 +7,15 @@ import '../../src/http/http-metrics.js';
 import '../../src/outbox/outbox-metrics.js';
 import '../../src/jobs/job-metrics.js';
 import '../../src/jobs/lease-lost.js';
-import '../../src/platform/readiness-metrics.js';
+import '../../src/jobs/dead-letter-metrics.js';
+import '../../src/acquirer/acquirer-metrics.js';
+import '../../src/platform/lifecycle/readiness-metrics.js';
 import '../../src/refunds/refund-metrics.js';
 import '../../src/settlement/settlement-metrics.js';
 import '../../src/acquirer/acquirer-breaker.js';
 import '../../src/webhooks/webhook-metrics.js';
-import '../../src/apps/webhooks/webhook-endpoint-metrics.js';
-import { metricsRegistry } from '../../src/platform/metrics.js';
+import '../../src/webhooks/webhook-endpoint-metrics.js';
+import { metricsRegistry } from '../../src/platform/telemetry/metrics.js';
 
 /**
  * The dashboard and alert rules in ops/ only name metrics the service exports, and every alert

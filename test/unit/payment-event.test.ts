@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DATA_VERSION, toKafkaRecord } from '../../src/outbox/cloud-event.js';
-import { paymentEventId } from '../../src/outbox/event-id.js';
+import { paymentEventId } from '../../src/payments/payment-event-id.js';
 import { parsePaymentEvent } from '../../src/settlement/payment-event.js';
 
 const paymentId = '0190a6e2-7f6a-7d3c-8a4b-123456789abc';

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { NewPaymentRecord } from '../../src/payments/insert-payment-once.js';
+import type { NewPaymentRecord } from '../../src/payments/payment-insert-single.js';
 import { createPaymentInsertBatcher } from '../../src/payments/payment-insert-batcher.js';
-import type { Queryable } from '../../src/platform/db.js';
+import type { Queryable } from '../../src/platform/database/db.js';
 
 /**
  * When the batcher writes and with which statement; what each request gets when a batch fails.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { INSERT_PAYMENT_ONCE_SQL } from '../../src/payments/insert-payment-once.js';
+import { INSERT_PAYMENT_ONCE_SQL } from '../../src/payments/payment-insert-single.js';
 import {
   paymentPgbenchDefines,
   paymentPgbenchScript,

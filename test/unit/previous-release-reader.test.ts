@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { toKafkaRecord } from '../../src/outbox/cloud-event.js';
-import { paymentEventId } from '../../src/outbox/event-id.js';
+import { paymentEventId } from '../../src/payments/payment-event-id.js';
 import { parsePaymentEvent as previousRelease } from '../fixtures/previous-release/payment-event.js';
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { processDependencies, roleDependencies } from '../../src/apps/role-dependencies.js';
-import { checkReadiness, checkRequired } from '../../src/platform/readiness.js';
+import { checkReadiness, checkRequired } from '../../src/platform/lifecycle/readiness.js';
 
 describe('checkReadiness', () => {
   it('when every check passes, then the report is ready and lists each check as up', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { OutageLog } from '../../src/platform/outage-log.js';
+import type { OutageLog } from '../../src/platform/resilience/outage-log.js';
 import { IdempotencyCacheUnavailable } from '../../src/idempotency/idempotency-errors.js';
 import { createRedisGuard } from '../../src/idempotency/redis-guard.js';
 

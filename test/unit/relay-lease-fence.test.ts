@@ -4,7 +4,7 @@ import { outboxMetrics } from '../../src/outbox/outbox-metrics.js';
 import type { RelayConfig } from '../../src/outbox/relay-context.js';
 import { createRelayKafka, relaySendBoundMs } from '../../src/outbox/relay-kafka.js';
 import { createRelay } from '../../src/outbox/relay.js';
-import type { Queryable } from '../../src/platform/db.js';
+import type { Queryable } from '../../src/platform/database/db.js';
 import { capturedLogger } from '../support/captured-logger.js';
 
 const config: RelayConfig = {

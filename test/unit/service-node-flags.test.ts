@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SERVICE_NODE_FLAGS } from '../../src/platform/service-node-flags.js';
+import { SERVICE_NODE_FLAGS } from '../../src/platform/lifecycle/service-node-flags.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 

@@ -7,10 +7,11 @@ const SRC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../sr
 
 /**
  * Each table's writes and the folders they may appear in (DESIGN: each resource owns its
- * writes). The webhook tables are shared on purpose: the outbox writer's statement stores a
- * result event and fans it out to its deliveries and their jobs (src/outbox/webhook-fanout.ts);
- * src/webhooks/ moves deliveries (worker, retry, replay) and deletes old events; the job engine
- * (src/jobs/) moves the jobs through its table-generic statements.
+ * writes). The webhook tables belong to src/webhooks/: its fan-out (webhook-fanout.ts, a
+ * companion of the outbox writer's statement) stores a result event with its outbox row and fans
+ * it out to its deliveries and their jobs; src/webhooks/ moves deliveries (worker, retry,
+ * replay) and deletes old events; the job engine (src/jobs/) moves the jobs through its
+ * table-generic statements.
  */
 const OWNERS: readonly { table: string; writes: RegExp; folders: readonly string[] }[] = [
   { table: 'outbox', writes: /\bINSERT\s+INTO\s+outbox\b/i, folders: ['outbox'] },
@@ -24,22 +25,20 @@ const OWNERS: readonly { table: string; writes: RegExp; folders: readonly string
     writes: /\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+idempotency_keys\b/i,
     folders: ['idempotency'],
   },
-  // Only the outbox writer stores an event: never without its outbox row.
-  { table: 'webhook_events', writes: /\bINSERT\s+INTO\s+webhook_events\b/i, folders: ['outbox'] },
   {
     table: 'webhook_events',
-    writes: /\b(?:UPDATE|DELETE\s+FROM)\s+webhook_events\b/i,
+    writes: /\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+webhook_events\b/i,
     folders: ['webhooks'],
   },
   {
     table: 'webhook_deliveries',
     writes: /\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+webhook_deliveries\b/i,
-    folders: ['outbox', 'webhooks'],
+    folders: ['webhooks'],
   },
   {
     table: 'webhook_delivery_jobs',
     writes: /\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+webhook_delivery_jobs\b/i,
-    folders: ['outbox', 'webhooks', 'jobs'],
+    folders: ['webhooks', 'jobs'],
   },
 ];
 

@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { toKafkaRecord } from '../../src/outbox/cloud-event.js';
 import { traceContextHeaders, traceContextOfEnvelope } from '../../src/outbox/trace-context.js';
-import { startTracing } from '../../src/platform/start-tracing.js';
-import { ConfigError } from '../../src/platform/config-error.js';
+import { startTracing } from '../../src/platform/telemetry/start-tracing.js';
+import { ConfigError } from '../../src/platform/config/config-error.js';
 import {
   checkOtlpEndpoints,
   checkSamplerSettings,
   enabledInstrumentations,
   otlpProtocol,
   traceExporterNames,
-} from '../../src/platform/tracing-env.js';
+} from '../../src/platform/telemetry/tracing-env.js';
 import { toDeadLetter } from '../../src/jobs/dead-letter.js';
 
 const TRACEPARENT = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';

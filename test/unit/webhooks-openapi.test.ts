@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { buildOpenApiDocument } from '../../src/apps/api/openapi.js';
-import { WEBHOOK_EVENT_TYPES } from '../../src/outbox/webhook-fanout.js';
+import { WEBHOOK_EVENT_TYPES } from '../../src/webhooks/webhook-fanout.js';
 import { validate } from '../../src/http/validate.js';
 import { createWebhookEndpointBodySchema } from '../../src/webhooks/webhook-endpoint-schemas.js';
 

@@ -7,9 +7,9 @@ import {
   type ReadableSpan,
 } from '@opentelemetry/sdk-trace-base';
 import { afterEach, describe, expect, it } from 'vitest';
-import { logSpanExportOutages } from '../../src/platform/tracing.js';
-import type { OtlpProtocol } from '../../src/platform/tracing-env.js';
-import { WorkerOtlpExporter } from '../../src/platform/worker-otlp-exporter.js';
+import { logSpanExportOutages } from '../../src/platform/telemetry/tracing.js';
+import type { OtlpProtocol } from '../../src/platform/telemetry/tracing-env.js';
+import { WorkerOtlpExporter } from '../../src/platform/telemetry/worker-otlp-exporter.js';
 
 interface Received {
   path: string;

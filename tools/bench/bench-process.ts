@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SERVICE_NODE_FLAGS } from '../../src/platform/service-node-flags.js';
+import { SERVICE_NODE_FLAGS } from '../../src/platform/lifecycle/service-node-flags.js';
 
 /** The repository root (this file is dist-tools/tools/bench/bench-process.js once built). */
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');

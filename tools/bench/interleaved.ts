@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import type { Config } from '../../src/platform/config.js';
-import type { Logger } from '../../src/platform/logger.js';
+import type { Config } from '../../src/platform/config/config.js';
+import type { Logger } from '../../src/platform/telemetry/logger.js';
 import { openBenchDatabase } from './bench-database.js';
 import { peakRssMb, ROOT, serviceEntry, startProcess } from './bench-process.js';
 import { stackSubject, startCpuWindow } from './cpu-usage.js';

@@ -1,4 +1,4 @@
-import { INSERT_PAYMENT_ONCE_SQL } from '../../src/payments/insert-payment-once.js';
+import { INSERT_PAYMENT_ONCE_SQL } from '../../src/payments/payment-insert-single.js';
 
 /** What pgbench runs in place of each `$n`: a pgbench variable (`:name`) or an SQL expression. */
 export type PgbenchParameters = Readonly<Record<number, string>>;

@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Config } from '../../src/platform/config.js';
-import type { Logger } from '../../src/platform/logger.js';
+import type { Config } from '../../src/platform/config/config.js';
+import type { Logger } from '../../src/platform/telemetry/logger.js';
 import { ROOT } from './bench-process.js';
 import { measurePipeline } from './measure-pipeline.js';
 import { describePipelineCpu, pipelineCpuPerSettled } from './pipeline-cpu.js';

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import path from 'node:path';
-import { SERVICE_NODE_FLAGS } from '../../src/platform/service-node-flags.js';
+import { SERVICE_NODE_FLAGS } from '../../src/platform/lifecycle/service-node-flags.js';
 import { ENTRY_POINTS } from './repo-root.js';
 
 /** The acquirer simulator runs as a process of its own too (one): it is not the service. */

@@ -1,6 +1,6 @@
-import { paymentEventId } from '../../src/outbox/event-id.js';
-import { refundEventId } from '../../src/outbox/refund-event-id.js';
-import type { Queryable } from '../../src/platform/db.js';
+import { paymentEventId } from '../../src/payments/payment-event-id.js';
+import { refundEventId } from '../../src/refunds/refund-event-id.js';
+import type { Queryable } from '../../src/platform/database/db.js';
 import { normalizeUrl, readReceiptsFiles } from '../webhooks/webhook-receipt.js';
 import type { ChaosReceivers } from './webhook-receivers.js';
 

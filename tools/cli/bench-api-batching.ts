@@ -9,8 +9,8 @@ import { openBenchDatabase } from '../bench/bench-database.js';
 import { startCpuWindow } from '../bench/cpu-usage.js';
 import { closedLoop, type Shot } from '../bench/load.js';
 import { paymentPgbenchDefines, paymentPgbenchScript } from '../bench/pgbench-script.js';
-import { loadConfig } from '../../src/platform/config.js';
-import { createLogger } from '../../src/platform/logger.js';
+import { loadConfig } from '../../src/platform/config/config.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
 import { databaseUrlWithName } from '../support/scratch-database.js';
 
 /**

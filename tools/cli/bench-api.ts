@@ -14,8 +14,8 @@ import {
 import { closedLoop, constantRate, type RunResult, type Shot } from '../bench/load.js';
 import { runPgbench } from '../bench/run-pgbench.js';
 import { measureWebhooksConfigured, webhookTableRows } from '../bench/webhooks-configured.js';
-import { loadConfig } from '../../src/platform/config.js';
-import { createLogger } from '../../src/platform/logger.js';
+import { loadConfig } from '../../src/platform/config/config.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
 import { openBenchDatabase } from '../bench/bench-database.js';
 import { databaseUrlWithName } from '../support/scratch-database.js';
 import { exitOnHelp } from '../support/exit-on-help.js';

@@ -3,8 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { ROOT } from '../bench/bench-process.js';
 import { runInterleaved, type ApiVariant } from '../bench/interleaved.js';
-import { loadConfig } from '../../src/platform/config.js';
-import { createLogger } from '../../src/platform/logger.js';
+import { loadConfig } from '../../src/platform/config/config.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
 import { exitOnHelp } from '../support/exit-on-help.js';
 
 /**

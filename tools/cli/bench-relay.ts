@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { createRelayKafka } from '../../src/outbox/relay-kafka.js';
 import { createRelayWorkers } from '../../src/outbox/relay.js';
 import { toKafkaRecord, type KafkaRecord } from '../../src/outbox/cloud-event.js';
-import { paymentEventId } from '../../src/outbox/event-id.js';
+import { paymentEventId } from '../../src/payments/payment-event-id.js';
 import { listenForOutbox } from '../../src/outbox/outbox-listener.js';
-import { loadConfig, type Config } from '../../src/platform/config.js';
-import { createPool, sql, type Pool } from '../../src/platform/db.js';
+import { loadConfig, type Config } from '../../src/platform/config/config.js';
+import { createPool, sql, type Pool } from '../../src/platform/database/db.js';
 import {
   createIdempotentProducer,
   createKafka,
@@ -13,9 +13,9 @@ import {
   publish,
   type Admin,
   type KafkaClient,
-} from '../../src/platform/kafka.js';
-import { createLogger } from '../../src/platform/logger.js';
-import { migrateUp } from '../../src/platform/migrate.js';
+} from '../../src/platform/kafka/kafka.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
+import { migrateUp } from '../../src/platform/database/migration-runner.js';
 import { percentile } from '../bench/percentile.js';
 import { readAllEvents } from '../support/read-all-events.js';
 import { createScratchDatabase, dropScratchDatabaseOrReport } from '../support/scratch-database.js';

@@ -4,8 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { ROOT } from '../bench/bench-process.js';
 import { runInterleaved, type ApiVariant } from '../bench/interleaved.js';
-import { loadConfig } from '../../src/platform/config.js';
-import { createLogger } from '../../src/platform/logger.js';
+import { loadConfig } from '../../src/platform/config/config.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
 import { exitOnHelp } from '../support/exit-on-help.js';
 
 /**
@@ -13,7 +13,7 @@ import { exitOnHelp } from '../support/exit-on-help.js';
  * processes run side by side on one scratch database:
  * - `untraced`: no tracing preload (the reference: only the API's built-in no-op spans), and
  *   `untraced again (A/A)`, the same in another process: what it "costs" is the noise floor;
- * - `off`: the preload (`--import dist/platform/register-tracing.js`) and no exporter, which
+ * - `off`: the preload (`--import dist/platform/telemetry/register-tracing.js`) and no exporter, which
  *   is how `npm start` and `npm run up` deploy it;
  * - `sampled 10%`: the preload with OTLP/HTTP export to a sink in this process that answers
  *   200, and `parentbased_traceidratio` 0.1.
@@ -43,7 +43,7 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'warn';
 /** Node flags for every variant, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` (where time goes). */
 const EXTRA_NODE_ARGS = (process.env.BENCH_TRACING_NODE_ARGS ?? '').split(' ').filter(Boolean);
-const PRELOAD = ['--import', path.join(ROOT, 'dist/platform/register-tracing.js')];
+const PRELOAD = ['--import', path.join(ROOT, 'dist/platform/telemetry/register-tracing.js')];
 /** Issue 13's targets: cost of new payments/s against the untraced API. */
 const TARGET_PCT: Record<string, number> = { off: 2, 'sampled 10%': 10 };
 

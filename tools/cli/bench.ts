@@ -17,8 +17,8 @@ import { pipelineOnly } from '../bench/pipeline-only.js';
 import { markdownTable, sweepTable, verdict } from '../bench/report-tables.js';
 import { newestReport, runBench } from '../bench/run-bench.js';
 import { useStackEnv } from '../bench/use-stack-env.js';
-import { loadConfig } from '../../src/platform/config.js';
-import { createLogger } from '../../src/platform/logger.js';
+import { loadConfig } from '../../src/platform/config/config.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
 import { runCli } from '../../src/cli/run-cli.js';
 import { exitOnHelp } from '../support/exit-on-help.js';
 

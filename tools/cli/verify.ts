@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from '../../src/platform/config.js';
-import { createPool } from '../../src/platform/db.js';
-import { createKafka } from '../../src/platform/kafka.js';
-import { createLogger } from '../../src/platform/logger.js';
+import { ConfigError, loadConfig } from '../../src/platform/config/config.js';
+import { createPool } from '../../src/platform/database/db.js';
+import { createKafka } from '../../src/platform/kafka/kafka.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
 import { formatReport } from '../verify/format-report.js';
 import { verifyPayments } from '../verify/verify-payments.js';
 import type { VerifyScope } from '../verify/verify-scope.js';

@@ -1,6 +1,6 @@
 import { format, resolveConfig } from 'prettier';
 import { z } from 'zod';
-import { configSchema } from '../../src/platform/config.js';
+import { configSchema } from '../../src/platform/config/config.js';
 
 /**
  * The configuration table of docs/configuration.md, generated from the zod schema that every
@@ -24,7 +24,7 @@ export function configRows(): ConfigRow[] {
   return Object.entries(configSchema.shape).map(([variable, schema]) => {
     const description = schema.description;
     if (description === undefined || description.trim() === '') {
-      throw new Error(`${variable} has no .describe() in src/platform/config.ts`);
+      throw new Error(`${variable} has no .describe() in src/platform/config/config.ts`);
     }
     return {
       variable,

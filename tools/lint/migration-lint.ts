@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { isNoTransaction, upSection } from '../../src/platform/migration-loader.js';
+import { isNoTransaction, upSection } from '../../src/platform/database/migration-loader.js';
 
 /** One squawk finding, placed in its file (1-based line). */
 export interface LintFinding {

@@ -1,4 +1,4 @@
-import type { Redis } from '../../src/platform/redis.js';
+import type { Redis } from '../../src/platform/redis/redis.js';
 
 /**
  * Deletes every key starting with `prefix` (SCAN + UNLINK in pages, never KEYS): what a

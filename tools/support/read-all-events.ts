@@ -3,7 +3,7 @@ import {
   type ClaimedEvent,
   type ClaimedRow,
 } from '../../src/outbox/outbox-repository.js';
-import { sql, type Queryable } from '../../src/platform/db.js';
+import { sql, type Queryable } from '../../src/platform/database/db.js';
 
 /**
  * Every outbox row, oldest first, in the shape the relay claims it (no lease taken): what

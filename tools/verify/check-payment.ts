@@ -1,4 +1,4 @@
-import { paymentEventId, type PaymentEventType } from '../../src/outbox/event-id.js';
+import { paymentEventId, type PaymentEventType } from '../../src/payments/payment-event-id.js';
 import type { EventCopy, PaymentEvents } from './event-log.js';
 import type { PaymentFacts } from './load-payment-facts.js';
 import type { Violation, ViolationCode } from './violation.js';

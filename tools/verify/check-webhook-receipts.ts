@@ -1,5 +1,5 @@
-import { paymentEventId, type PaymentEventType } from '../../src/outbox/event-id.js';
-import { refundEventId, type RefundEventType } from '../../src/outbox/refund-event-id.js';
+import { paymentEventId, type PaymentEventType } from '../../src/payments/payment-event-id.js';
+import { refundEventId, type RefundEventType } from '../../src/refunds/refund-event-id.js';
 import { normalizeUrl, type WebhookReceipt } from '../webhooks/webhook-receipt.js';
 import type { DeliveryFact } from './load-webhook-facts.js';
 import type { Violation } from './violation.js';

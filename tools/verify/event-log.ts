@@ -1,4 +1,4 @@
-import type { ConsumedRecord } from '../../src/platform/kafka.js';
+import type { ConsumedRecord } from '../../src/platform/kafka/kafka.js';
 import { DLQ_HEADERS, REPLAY_TOKEN_HEADER } from '../../src/jobs/dead-letter.js';
 
 /** Where one copy of an event sits on the topic. */

@@ -1,4 +1,4 @@
-import type { Queryable } from '../../src/platform/db.js';
+import type { Queryable } from '../../src/platform/database/db.js';
 import { scopeCte, scopeParameters, type VerifyScope } from './verify-scope.js';
 
 /** One outbox row still in the table (published rows are deleted after the retention window). */

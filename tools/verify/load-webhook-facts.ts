@@ -1,4 +1,4 @@
-import type { Queryable } from '../../src/platform/db.js';
+import type { Queryable } from '../../src/platform/database/db.js';
 import { scopeCte, scopeParameters, type VerifyScope } from './verify-scope.js';
 
 /** One webhook delivery of an event of a payment in scope. */

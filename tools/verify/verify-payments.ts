@@ -1,5 +1,5 @@
-import type { Queryable } from '../../src/platform/db.js';
-import type { Admin, KafkaClient } from '../../src/platform/kafka.js';
+import type { Queryable } from '../../src/platform/database/db.js';
+import type { Admin, KafkaClient } from '../../src/platform/kafka/kafka.js';
 import { checkDeadLetterReasons, checkDeadLetters } from './check-dead-letters.js';
 import { checkPayment, type CheckOptions } from './check-payment.js';
 import { createDeadLetterLog, createEventLog } from './event-log.js';

@@ -1,5 +1,5 @@
-import { refundEventId } from '../../src/outbox/refund-event-id.js';
-import type { Queryable } from '../../src/platform/db.js';
+import { refundEventId } from '../../src/refunds/refund-event-id.js';
+import type { Queryable } from '../../src/platform/database/db.js';
 import type { EventLog } from './event-log.js';
 import type { Violation, ViolationCode } from './violation.js';
 import { scopeCte, scopeParameters, type VerifyScope } from './verify-scope.js';

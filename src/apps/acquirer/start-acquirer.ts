@@ -9,11 +9,11 @@ import { createAcquirerServer } from '../../acquirer/acquirer-http-server.js';
 import { createAcquirerSimulator } from '../../acquirer/acquirer-simulator.js';
 import { createRefundSimulator } from '../../acquirer/refund-simulator.js';
 import { acquirerBookSweeps, startRetentionReaper } from '../../jobs/retention-reaper.js';
-import { closeServer, listen } from '../../platform/http-listen.js';
-import type { InternalRoute } from '../../platform/internal-server.js';
-import type { Logger } from '../../platform/logger.js';
-import type { Platform } from '../../platform/platform.js';
-import { checkRequired } from '../../platform/readiness.js';
+import { closeServer, listen } from '../../platform/lifecycle/http-listen.js';
+import type { InternalRoute } from '../../platform/lifecycle/internal-server.js';
+import type { Logger } from '../../platform/telemetry/logger.js';
+import type { Platform } from '../../platform/lifecycle/platform.js';
+import { checkRequired } from '../../platform/lifecycle/readiness.js';
 import { roleDependencies } from '../role-dependencies.js';
 import type { RunningRole } from '../running-role.js';
 

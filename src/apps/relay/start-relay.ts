@@ -1,9 +1,9 @@
 import { listenForOutbox } from '../../outbox/outbox-listener.js';
 import { registerBacklogProbe } from '../../outbox/outbox-metrics.js';
 import { readBacklog } from '../../outbox/outbox-repository.js';
-import { connectInBackground } from '../../platform/connect-in-background.js';
-import { ensureTopics } from '../../platform/kafka.js';
-import type { Platform } from '../../platform/platform.js';
+import { connectInBackground } from '../../platform/lifecycle/connect-in-background.js';
+import { ensureTopics } from '../../platform/kafka/kafka.js';
+import type { Platform } from '../../platform/lifecycle/platform.js';
 import type { RunningRole } from '../running-role.js';
 import { createRelayKafka } from '../../outbox/relay-kafka.js';
 import { createRelayWorkers } from '../../outbox/relay.js';

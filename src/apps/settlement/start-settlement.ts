@@ -3,19 +3,20 @@ import { createAcquirerSimulator } from '../../acquirer/acquirer-simulator.js';
 import type { Acquirer, RefundAcquirer } from '../../acquirer/acquirer.js';
 import { createHttpAcquirer } from '../../acquirer/http-acquirer.js';
 import { createRefundSimulator } from '../../acquirer/refund-simulator.js';
-import { connectInBackground } from '../../platform/connect-in-background.js';
-import { consumeBatches, createConsumer, publish } from '../../platform/kafka.js';
+import { connectInBackground } from '../../platform/lifecycle/connect-in-background.js';
+import { consumeBatches, createConsumer, publish } from '../../platform/kafka/kafka.js';
 import { ensureSettlementTopics } from '../../settlement/settlement-topics.js';
-import type { Platform } from '../../platform/platform.js';
-import { createOutageLog } from '../../platform/outage-log.js';
+import type { Platform } from '../../platform/lifecycle/platform.js';
+import { createOutageLog } from '../../platform/resilience/outage-log.js';
 import { createRefundWorker, type RefundWorkerDeps } from '../../refunds/refund-worker.js';
 import { createRelayKafka } from '../../outbox/relay-kafka.js';
-import { fullJitterDelay } from '../../platform/backoff.js';
+import { fullJitterDelay } from '../../platform/resilience/backoff.js';
 import { createDeadLetterProducer } from '../../jobs/dead-letter-producer.js';
 import { createDeadLetterPublisher } from '../../jobs/dead-letter-store.js';
 import { registerJobProbes } from '../../jobs/job-metrics.js';
 import { settlementSweeps, startRetentionReaper } from '../../jobs/retention-reaper.js';
-import { createSettlementHandler } from '../../settlement/settlement-consumer.js';
+import { createSettlementHandler } from '../../settlement/settlement-handler.js';
+import { reviveRefundJobs } from '../../refunds/refund-revival.js';
 import { createSettlementWorker, type WorkerDeps } from '../../settlement/settlement-worker.js';
 import type { RunningRole } from '../running-role.js';
 
@@ -121,6 +122,7 @@ export function startSettlement(
     pool,
     worker,
     logger,
+    reviveRefunds: (revivals) => reviveRefundJobs(pool, revivals),
     ...(options.readableDataMajor === undefined
       ? {}
       : { readableDataMajor: options.readableDataMajor }),

@@ -1,9 +1,9 @@
 import { registerJobProbes } from '../../jobs/job-metrics.js';
-import type { Platform } from '../../platform/platform.js';
-import { createWebhookDelivery } from '../../webhooks/webhook-delivery.js';
+import type { Platform } from '../../platform/lifecycle/platform.js';
+import { createWebhookDelivery } from '../../webhooks/webhook-delivery-worker.js';
 import type { RunningRole } from '../running-role.js';
-import { registerWebhookEndpointProbe } from './webhook-endpoint-metrics.js';
-import { startWebhookEventReaper } from './webhook-event-reaper.js';
+import { registerWebhookEndpointProbe } from '../../webhooks/webhook-endpoint-metrics.js';
+import { startWebhookEventReaper } from '../../webhooks/webhook-event-reaper.js';
 
 /** How often events past WEBHOOK_EVENT_RETENTION_SECONDS are looked for. */
 const REAP_INTERVAL_MS = 60_000;
@@ -15,7 +15,7 @@ export interface WebhooksOptions {
 
 /**
  * The webhooks role: the delivery worker (claims due delivery jobs on the job engine, sends
- * them signed, records each attempt; src/webhooks/webhook-delivery.ts) as a process of its own
+ * them signed, records each attempt; src/webhooks/webhook-delivery-worker.ts) as a process of its own
  * on the payments_webhooks login, plus the deletion of events past retention. It needs Postgres
  * only (no Kafka): the deliveries are written by the outbox writer's statement in settlement's
  * transactions. Postgres down at boot or later is the worker's to wait out (readiness reports
