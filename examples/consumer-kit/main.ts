@@ -12,7 +12,8 @@ import {
 const INBOX_PREFIX = 'settled_totals_inbox';
 
 const pool = new pg.Pool({
-  connectionString: process.env.DATABASE_URL ?? 'postgres://localhost:5432/settled_totals',
+  connectionString:
+    process.env.DATABASE_URL ?? 'postgres://payments:payments@127.0.0.1:5432/settled_totals',
   max: 4,
   connectionTimeoutMillis: 5_000,
 });

@@ -144,7 +144,12 @@ describe('process entry points', () => {
     [
       'KAFKA_BROKERS',
       'localhost',
-      'invalid configuration: KAFKA_BROKERS each broker must be host:port',
+      'invalid configuration: KAFKA_BROKERS must be a comma-separated list of Kafka brokers as host:port, e.g. 127.0.0.1:9092,10.0.0.2:9092 ("localhost" is not)',
+    ],
+    [
+      'WEBHOOK_RETRY_SCHEDULE',
+      '5000,x',
+      'invalid configuration: WEBHOOK_RETRY_SCHEDULE must be a comma-separated list of delays from 1 ms to 7d, each in milliseconds or with a unit (ms, s, m, h, d), e.g. 5000,300000 or 5s,5m,30m ("x" is not) (got "5000,x")',
     ],
     // The test stack's own login is the built-in payments:payments.
     [

@@ -1,39 +1,14 @@
-import { z } from 'zod';
-import { integer, networkList } from './config-fields.js';
-
-/** A duration as `500ms`, `5s`, `5m`, `2h` or `1d`, in milliseconds. */
-const DURATION = /^(\d{1,9})(ms|s|m|h|d)$/;
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
-function durationMs(text: string): number | undefined {
-  const match = DURATION.exec(text.trim());
-  if (match === null) return undefined;
-  const [, amount = '', unit = ''] = match;
-  return Number(amount) * (UNIT_MS[unit] ?? Number.NaN);
-}
+import { durationList, integer, networkList } from './config-fields.js';
 
 /**
- * The delays between a delivery's attempts, `5s,5m,30m`: one delay per retry, so the list's
- * length + 1 is the number of attempts. Each delay is jittered when it is used.
+ * The delays between a delivery's attempts, `5s,5m,30m` or `5000,300000,1800000`: one delay per
+ * retry, so the list's length + 1 is the number of attempts. Each delay is jittered when used.
  */
-const retrySchedule = z
-  .string()
-  .transform((value) => value.split(',').map(durationMs))
-  .pipe(
-    z
-      .array(
-        z
-          .number()
-          .int()
-          .min(1)
-          .max(7 * 86_400_000),
-        {
-          message: 'must be durations like 5s,5m,30m,2h (ms, s, m, h or d; each at most 7d)',
-        },
-      )
-      .min(1, { message: 'must list at least one delay' })
-      .max(50, { message: 'must list at most 50 delays' }),
-  );
+const retrySchedule = durationList({
+  maxMs: 7 * 86_400_000,
+  maxEntries: 50,
+  example: '5000,300000 or 5s,5m,30m',
+});
 
 /** Webhook endpoints and their deliveries (part of configSchema; issue 27, DESIGN "Webhooks"). */
 export const webhookSettings = {
@@ -75,7 +50,9 @@ export const webhookSettings = {
       18_000_000,
       ...Array<number>(6).fill(36_000_000),
     ])
-    .describe('Delays between webhook delivery attempts (jittered; Retry-After honoured).'),
+    .describe(
+      'Delays between webhook delivery attempts, comma-separated, each in ms or with a unit (`5s,5m,30m`); jittered, Retry-After honoured.',
+    ),
   WEBHOOK_CONCURRENCY: integer(1, 1_000)
     .default(32)
     .describe('Webhook deliveries in flight per webhooks process.'),
