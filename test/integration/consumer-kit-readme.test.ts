@@ -4,15 +4,15 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { toKafkaRecord } from '../../src/outbox/cloud-event.js';
-import { paymentEventId, type PaymentEventType } from '../../src/outbox/event-id.js';
+import { paymentEventId, type PaymentEventType } from '../../src/payments/payment-event-id.js';
 import {
   createIdempotentProducer,
   createKafka,
   ensureTopics,
   type Admin,
   type KafkaClient,
-} from '../../src/platform/kafka.js';
-import { createLogger } from '../../src/platform/logger.js';
+} from '../../src/platform/kafka/kafka.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
 import { testConfig, uniqueSuffix, uniqueTopic } from '../support/isolation.js';
 import {
   readShellSteps,

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { configSchema, loadConfig } from '../../src/platform/config.js';
+import { configSchema, loadConfig } from '../../src/platform/config/config.js';
 import { readConfigBlock } from '../../tools/docs/config-table.js';
 
 // docs/configuration.md must print every default in the exact form the parser accepts: each

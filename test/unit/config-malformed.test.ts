@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, configSchema, loadConfig } from '../../src/platform/config.js';
+import { ConfigError, configSchema, loadConfig } from '../../src/platform/config/config.js';
 
 // A malformed list, duration or number stops the process with one line naming the setting and
 // the form it accepts, never with a zod type error about a value the field could not read.

@@ -4,7 +4,7 @@ import { ConfigError } from '../config/config-error.js';
 import { enabledInstrumentations, traceExporterNames } from './tracing-env.js';
 
 /**
- * Preloaded with `node --import ./dist/platform/register-tracing.js dist/apps/<role>/main.js`:
+ * Preloaded with `node --import ./dist/platform/telemetry/register-tracing.js dist/apps/<role>/main.js`:
  * starts tracing before the application's modules load, and installs the ESM loader hook
  * (import-in-the-middle) through which the instrumentations patch ES modules. The service name
  * defaults to `payments-<role>` from the entry file's folder; OTEL_SERVICE_NAME overrides it.
