@@ -26,7 +26,8 @@ import { ENTRY_POINTS, repoRoot } from './repo-root.js';
 import { RoleFleet, ROLES, type Role } from './role-fleet.js';
 import { rollingRestartFailures, rollingRestartLines } from './rolling-restart.js';
 import { runChecked, runCommand } from './run-command.js';
-import { runFault, type FaultContext, type FaultWindow } from './run-fault.js';
+import type { FaultWindow } from './fault-window.js';
+import { runFault, type FaultContext } from './run-fault.js';
 import {
   createDatabase,
   deleteTopics,
