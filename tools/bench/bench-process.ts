@@ -13,7 +13,7 @@ export function serviceEntry(entry: string): string {
   return path.join(ROOT, 'dist', entry);
 }
 
-/** A compiled tool (`npm run build:tools`), e.g. `bench/bare-express.js`. */
+/** A compiled tool (`npm run build:tools`), e.g. `cli/bare-express.js`. */
 export function toolEntry(entry: string): string {
   return path.join(ROOT, 'dist-tools', 'tools', entry);
 }
