@@ -21,7 +21,7 @@ import {
   pendingOutboxRows,
   warmUpEvent,
 } from '../bench/outbox-rows.js';
-import { percentile } from '../bench/percentile.js';
+import { percentile } from '../support/percentile.js';
 import { readAllEvents } from '../support/read-all-events.js';
 import { createScratchDatabase, dropScratchDatabaseOrReport } from '../support/scratch-database.js';
 import { exitOnHelp } from '../support/exit-on-help.js';
