@@ -4,17 +4,32 @@ import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
-const SRC = path.join(ROOT, 'src');
-const MAP = 'docs/architecture.md';
 
-/** The layer of each folder of src/, read from the table of docs/architecture.md. */
-function layersFromMap(): Map<string, number> {
+/** A folder of folders as layers: its table of layers, and where else its files may import. */
+interface LayeredTree {
+  /** The tree, relative to the repository. */
+  dir: string;
+  /** The markdown file whose table gives each folder of the tree its layer. */
+  map: string;
+  /** Folders outside the tree (relative to the repository) its files may import from. */
+  outside: readonly string[];
+}
+
+const SRC: LayeredTree = { dir: 'src', map: 'docs/architecture.md', outside: [] };
+/** Tools may import src/ (and the k6 scenarios the load driver runs); src/ never imports tools/. */
+const TOOLS: LayeredTree = { dir: 'tools', map: 'tools/README.md', outside: ['src', 'k6'] };
+
+/** No file of tools/ is longer than this; a longer one is split by what it does. */
+const MAX_LINES = 300;
+
+/** The layer of each folder of a tree, read from the table of its map. */
+function layersFromMap({ map }: LayeredTree): Map<string, number> {
   const layers = new Map<string, number>();
-  const text = readFileSync(path.join(ROOT, MAP), 'utf8');
+  const text = readFileSync(path.join(ROOT, map), 'utf8');
   for (const [, layer = '', folder = ''] of text.matchAll(
     /^\|\s*(\d+)\s*\|\s*`([\w-]+)\/`\s*\|/gm,
   )) {
-    if (layers.has(folder)) throw new Error(`${MAP} lists ${folder}/ twice`);
+    if (layers.has(folder)) throw new Error(`${map} lists ${folder}/ twice`);
     layers.set(folder, Number(layer));
   }
   return layers;
@@ -28,25 +43,63 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
-/** Each file of src/ (relative to it) and the files of src/ it imports, types and re-exports included. */
-function importGraph(): Map<string, string[]> {
+const foldersOf = (dir: string) =>
+  readdirSync(dir).filter((name) => statSync(path.join(dir, name)).isDirectory());
+
+/** The file a relative import names: its TypeScript source, or the file itself (k6's .js). */
+function resolveImport(file: string, specifier: string): string {
+  const named = path.resolve(path.dirname(file), specifier);
+  const source = named.replace(/\.js$/, '.ts');
+  if (existsSync(source)) return source;
+  if (existsSync(named)) return named;
+  throw new Error(`${file} imports ${specifier}: no such file`);
+}
+
+/**
+ * Each file of the tree (relative to it) and the files it imports, types and re-exports
+ * included; a file outside the tree is named relative to the tree too (`../src/...`).
+ */
+function importGraph({ dir }: LayeredTree): Map<string, string[]> {
+  const tree = path.join(ROOT, dir);
   const graph = new Map<string, string[]>();
-  for (const file of sourceFiles(SRC)) {
+  for (const file of sourceFiles(tree)) {
     const { importedFiles } = ts.preProcessFile(readFileSync(file, 'utf8'), true, true);
     const targets = importedFiles
       .map(({ fileName }) => fileName)
       .filter((specifier) => specifier.startsWith('.'))
-      .map((specifier) => {
-        const target = path.resolve(path.dirname(file), specifier.replace(/\.js$/, '.ts'));
-        if (!existsSync(target)) throw new Error(`${file} imports ${specifier}: no such file`);
-        return path.relative(SRC, target);
-      });
-    graph.set(path.relative(SRC, file), targets);
+      .map((specifier) => path.relative(tree, resolveImport(file, specifier)));
+    graph.set(path.relative(tree, file), targets);
   }
   return graph;
 }
 
 const folderOf = (file: string) => file.split(path.sep)[0] ?? '';
+
+/** The imports that break the layers: to a higher layer, a sibling, or outside where not allowed. */
+function layerViolations(
+  graph: Map<string, string[]>,
+  layers: Map<string, number>,
+  { dir, outside }: LayeredTree,
+): string[] {
+  const offending: string[] = [];
+  for (const [file, targets] of graph) {
+    const from = folderOf(file);
+    for (const target of targets) {
+      if (target.startsWith('..')) {
+        const repoPath = path.join(dir, target);
+        if (!outside.includes(folderOf(repoPath))) offending.push(`${file} -> ${repoPath}`);
+        continue;
+      }
+      const to = folderOf(target);
+      if (to === from) continue;
+      const [fromLayer, toLayer] = [layers.get(from) ?? -1, layers.get(to) ?? -1];
+      if (toLayer >= fromLayer) {
+        offending.push(`${file} (layer ${fromLayer}) -> ${target} (layer ${toLayer})`);
+      }
+    }
+  }
+  return offending;
+}
 
 /** The circles of the graph: its strongly connected components of more than one file (Tarjan). */
 function circles(graph: Map<string, string[]>): string[][] {
@@ -80,33 +133,52 @@ function circles(graph: Map<string, string[]>): string[][] {
   return found;
 }
 
-describe(`the folders of src/ as the layers of ${MAP}`, () => {
-  const layers = layersFromMap();
-  const graph = importGraph();
+/** Each file of the tree longer than `max` lines, with its length. */
+function filesOver(max: number, { dir }: LayeredTree): string[] {
+  return sourceFiles(path.join(ROOT, dir))
+    .map((file) => ({ file, lines: readFileSync(file, 'utf8').split('\n').length - 1 }))
+    .filter(({ lines }) => lines > max)
+    .map(({ file, lines }) => `${path.relative(ROOT, file)}: ${lines} lines`);
+}
+
+describe(`the folders of src/ as the layers of ${SRC.map}`, () => {
+  const layers = layersFromMap(SRC);
+  const graph = importGraph(SRC);
+  const src = path.join(ROOT, SRC.dir);
 
   it('when src/ is listed, then every folder has exactly one row and every row is a folder', () => {
-    const folders = readdirSync(SRC).filter((name) => statSync(path.join(SRC, name)).isDirectory());
-    expect([...layers.keys()].sort()).toEqual(folders.sort());
-    expect(readdirSync(SRC).filter((name) => name.endsWith('.ts'))).toEqual([]);
+    expect([...layers.keys()].sort()).toEqual(foldersOf(src).sort());
+    expect(readdirSync(src).filter((name) => name.endsWith('.ts'))).toEqual([]);
   });
 
   it('when a file imports another folder, then that folder is on a lower layer (never higher, never a sibling)', () => {
-    const offending: string[] = [];
-    for (const [file, targets] of graph) {
-      const from = folderOf(file);
-      for (const target of targets) {
-        const to = folderOf(target);
-        if (to === from) continue;
-        const [fromLayer, toLayer] = [layers.get(from) ?? -1, layers.get(to) ?? -1];
-        if (toLayer >= fromLayer) {
-          offending.push(`${file} (layer ${fromLayer}) -> ${target} (layer ${toLayer})`);
-        }
-      }
-    }
-    expect(offending).toEqual([]);
+    expect(layerViolations(graph, layers, SRC)).toEqual([]);
   });
 
   it('when the imports of src/ are followed, then none leads back to where it started', () => {
     expect(circles(graph).map((circle) => circle.join(' <-> '))).toEqual([]);
+  });
+});
+
+describe(`the folders of tools/ as the layers of ${TOOLS.map}`, () => {
+  const layers = layersFromMap(TOOLS);
+  const graph = importGraph(TOOLS);
+  const tools = path.join(ROOT, TOOLS.dir);
+
+  it('when tools/ is listed, then every folder has exactly one row and every row is a folder', () => {
+    expect([...layers.keys()].sort()).toEqual(foldersOf(tools).sort());
+    expect(readdirSync(tools).filter((name) => name.endsWith('.ts'))).toEqual([]);
+  });
+
+  it('when a file imports another folder, then it is a lower layer of tools/, or src/ (or k6/)', () => {
+    expect(layerViolations(graph, layers, TOOLS)).toEqual([]);
+  });
+
+  it('when the imports of tools/ are followed, then none leads back to where it started', () => {
+    expect(circles(graph).map((circle) => circle.join(' <-> '))).toEqual([]);
+  });
+
+  it(`when a file of tools/ is measured, then it has at most ${MAX_LINES} lines`, () => {
+    expect(filesOver(MAX_LINES, TOOLS)).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { percentile } from '../../tools/bench/percentile.js';
+import { percentile } from '../../tools/support/percentile.js';
 
 describe('percentile (nearest rank)', () => {
   it('when there are no samples, then it throws instead of inventing a figure', () => {

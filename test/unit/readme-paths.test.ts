@@ -109,10 +109,13 @@ describe('README.md names only what exists', () => {
   });
 });
 
-describe('docs/ pages link only to what exists', () => {
-  const pages = readdirSync(path.join(ROOT, 'docs'))
-    .filter((name) => name.endsWith('.md'))
-    .map((name) => `docs/${name}`);
+describe('docs/ pages (and tools/README.md) link only to what exists', () => {
+  const pages = [
+    ...readdirSync(path.join(ROOT, 'docs'))
+      .filter((name) => name.endsWith('.md'))
+      .map((name) => `docs/${name}`),
+    'tools/README.md',
+  ];
 
   it.each(pages)('when %s is read, then each relative link and anchor exists', (page) => {
     expect(missingLinks(page)).toEqual([]);

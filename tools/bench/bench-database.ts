@@ -4,7 +4,7 @@ import { BENCH_TIER, defineTier } from '../../src/merchants/tier-repository.js';
 import type { Config } from '../../src/platform/config/config.js';
 import type { Logger } from '../../src/platform/telemetry/logger.js';
 import { migrateUp } from '../../src/platform/database/migration-runner.js';
-import { deleteKeys } from './measure-pipeline.js';
+import { deleteKeys } from './delete-keys.js';
 import { roleDatabaseUrl } from '../support/role-database-url.js';
 import { createScratchDatabase, dropScratchDatabaseOrReport } from '../support/scratch-database.js';
 

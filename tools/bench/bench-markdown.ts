@@ -1,5 +1,6 @@
 import { ACCEPTED_FRACTION, FLAT_FRACTION } from './backlog.js';
-import { backlogWindowSeconds, type PipelineResult, WINDOW_SECONDS } from './measure-pipeline.js';
+import { backlogWindowSeconds, type PipelineResult } from './measure-pipeline.js';
+import { WINDOW_SECONDS } from './settle-latency.js';
 import type { PartRecord, Row } from './part-reports.js';
 import { pipelineCpuTable } from './pipeline-cpu.js';
 import { ms } from './report-format.js';

@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SERVICE_NODE_FLAGS } from '../../src/platform/lifecycle/service-node-flags.js';
+import { freePort } from '../support/free-port.js';
 
 /** The repository root (this file is dist-tools/tools/bench/bench-process.js once built). */
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -13,18 +13,9 @@ export function serviceEntry(entry: string): string {
   return path.join(ROOT, 'dist', entry);
 }
 
-/** A compiled tool (`npm run build:tools`), e.g. `bench/bare-express.js`. */
+/** A compiled tool (`npm run build:tools`), e.g. `cli/bare-express.js`. */
 export function toolEntry(entry: string): string {
   return path.join(ROOT, 'dist-tools', 'tools', entry);
-}
-
-/** A port nobody listens on right now. */
-export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /**
@@ -82,4 +73,17 @@ export async function peakRssMb(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
   const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
   return Math.round(kb / 1024);
+}
+
+/** SIGTERM, then wait for the exit (bounded: SIGKILL after 20 s). */
+export function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
 }

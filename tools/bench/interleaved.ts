@@ -6,7 +6,7 @@ import { openBenchDatabase } from './bench-database.js';
 import { peakRssMb, ROOT, serviceEntry, startProcess } from './bench-process.js';
 import { stackSubject, startCpuWindow } from './cpu-usage.js';
 import { closedLoop, type Shot } from './load.js';
-import { percentile } from './percentile.js';
+import { percentile } from '../support/percentile.js';
 
 /** One way of running the API process: node flags and environment. */
 export interface ApiVariant {

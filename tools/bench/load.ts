@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { percentile } from './percentile.js';
+import { percentile } from '../support/percentile.js';
 
 /** One HTTP request of a load run. */
 export interface Shot {

@@ -7,52 +7,23 @@ import type { Config } from '../../src/platform/config/config.js';
 import { createKafka, ensureTopics } from '../../src/platform/kafka/kafka.js';
 import type { Logger } from '../../src/platform/telemetry/logger.js';
 import { migrateUp } from '../../src/platform/database/migration-runner.js';
-import { closeRedis, createRedis, type Redis } from '../../src/platform/redis/redis.js';
 import { roleDatabaseUrl, type ServiceRole } from '../support/role-database-url.js';
 import { createScratchDatabase, dropScratchDatabaseOrReport } from '../support/scratch-database.js';
-import { deleteKeysWithPrefix } from '../support/delete-keys-with-prefix.js';
+import { freePort } from '../support/free-port.js';
 import {
   apiNodeArgs,
-  freePort,
   peakRssMb,
   ROOT,
   serviceEntry,
   startProcess,
+  stopProcess,
 } from './bench-process.js';
 import { backlogTrend, sampleBacklog, type BacklogTrend } from './backlog.js';
 import { stackSubject, startCpuWindow } from './cpu-usage.js';
+import { deleteKeys } from './delete-keys.js';
+import { drainPayments } from './drain-payments.js';
 import { constantRate, type RunResult, type Shot } from './load.js';
-
-export interface SettleLatency {
-  payments: number;
-  /** Still pending or processing when the drain wait ended (0 when everything settled). */
-  unsettled: number;
-  p50: number;
-  p95: number;
-  p99: number;
-  max: number;
-  /**
-   * Where the time went, p50 and p99 of each stage (ms): `relay` created -> on Kafka (the
-   * payment.created outbox row's published_at), `consumer` on Kafka -> recorded as a job
-   * (processed_events.processed_at), `worker` recorded -> settled (updated_at).
-   */
-  stages: Record<'relay' | 'consumer' | 'worker', { p50: number; p99: number }>;
-  /**
-   * The run cut into WINDOW_SECONDS windows by acceptance time: where the tail sits (a step
-   * from idle to a rate the machine barely holds queues for seconds before it settles down).
-   */
-  windows: SettleWindow[];
-}
-
-export interface SettleWindow {
-  /** Seconds from the run's start to the window's start. */
-  fromSecond: number;
-  payments: number;
-  p99: number;
-}
-
-/** The width of a SettleLatency window. */
-export const WINDOW_SECONDS = 10;
+import { settleLatency, type SettleLatency } from './settle-latency.js';
 
 export interface SweepStep {
   rate: number;
@@ -200,7 +171,7 @@ export async function measurePipeline(
       const result = await constantRate(api.port, rate, seconds, newPayment);
       const samples = await sampling.stop();
       const to = new Date();
-      const unsettled = await drain(pool, settings.drainTimeoutMs);
+      const unsettled = await drainPayments(pool, settings.drainTimeoutMs);
       return {
         api: result,
         settle: { ...(await settleLatency(pool, from, to)), unsettled },
@@ -259,116 +230,11 @@ export async function measurePipeline(
       wallSeconds,
     };
   } finally {
-    await Promise.all(children.map(stop));
+    await Promise.all(children.map(stopProcess));
     await pool.end();
     await kafkaAdmin.deleteTopics({ topics: [topics.payments, topics.dlq] }).catch(() => undefined);
     await kafkaAdmin.disconnect();
     await deleteKeys(base, logger, `bench:${suffix}:`);
     await dropScratchDatabaseOrReport(scratch, say);
   }
-}
-
-/** Removes the cached responses and locks a run left in Redis (they would live a day). */
-export async function deleteKeys(config: Config, logger: Logger, prefix: string): Promise<void> {
-  const redis: Redis = createRedis(config, logger);
-  try {
-    await redis.connect();
-    await deleteKeysWithPrefix(redis, prefix);
-  } finally {
-    await closeRedis(redis);
-  }
-}
-
-/** Waits until no payment is pending or processing; resolves with how many still are. */
-async function drain(pool: pg.Pool, timeoutMs: number): Promise<number> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const { rows } = await pool.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM payments WHERE status IN ('pending', 'processing')`,
-    );
-    const left = rows[0]?.n ?? 0;
-    if (left === 0 || Date.now() > deadline) return left;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
-
-/** Accepted-to-settled percentiles (nearest rank, ms) of the payments created in [from, to]. */
-async function settleLatency(
-  pool: pg.Pool,
-  from: Date,
-  to: Date,
-): Promise<Omit<SettleLatency, 'unsettled'>> {
-  const { rows } = await pool.query<{ n: number; p: (number | null)[] | null; max: number | null }>(
-    `SELECT count(*)::int AS n,
-            percentile_disc(ARRAY[0.5, 0.95, 0.99]) WITHIN GROUP (ORDER BY ms) AS p,
-            max(ms) AS max
-       FROM (SELECT extract(epoch FROM updated_at - created_at)::float8 * 1000 AS ms
-               FROM payments WHERE status = 'settled' AND created_at BETWEEN $1 AND $2) t`,
-    [from, to],
-  );
-  const row = rows[0];
-  const round = (value: number | null | undefined) => Math.round((value ?? Number.NaN) * 10) / 10;
-  // Fresh tables have no statistics yet; without them the planner nests loops over the join.
-  await pool.query('ANALYZE payments, outbox, processed_events');
-  const stage = await pool.query<{
-    relay: number[] | null;
-    consumer: number[] | null;
-    worker: number[] | null;
-  }>(
-    `SELECT percentile_disc(ARRAY[0.5, 0.99]) WITHIN GROUP (ORDER BY relay) AS relay,
-            percentile_disc(ARRAY[0.5, 0.99]) WITHIN GROUP (ORDER BY consumer) AS consumer,
-            percentile_disc(ARRAY[0.5, 0.99]) WITHIN GROUP (ORDER BY worker) AS worker
-       FROM (SELECT extract(epoch FROM o.published_at - p.created_at)::float8 * 1000 AS relay,
-                    extract(epoch FROM e.processed_at - o.published_at)::float8 * 1000 AS consumer,
-                    extract(epoch FROM p.updated_at - e.processed_at)::float8 * 1000 AS worker
-               FROM payments p
-               JOIN outbox o ON o.aggregate_id = p.id AND o.event_type = 'payment.created'
-               JOIN processed_events e ON e.payment_id = p.id AND e.event_type = 'payment.created'
-              WHERE p.status = 'settled' AND p.created_at BETWEEN $1 AND $2) t`,
-    [from, to],
-  );
-  const windows = await pool.query<{ from_second: number; n: number; p99: number | null }>(
-    `SELECT floor(extract(epoch FROM created_at - $1::timestamptz) / $3::int)::int * $3::int AS from_second,
-            count(*)::int AS n,
-            percentile_disc(0.99) WITHIN GROUP (
-              ORDER BY extract(epoch FROM updated_at - created_at)::float8 * 1000) AS p99
-       FROM payments WHERE status = 'settled' AND created_at BETWEEN $1 AND $2
-      GROUP BY 1 ORDER BY 1`,
-    [from, to, WINDOW_SECONDS],
-  );
-  const pair = (values: number[] | null | undefined) => ({
-    p50: round(values?.[0]),
-    p99: round(values?.[1]),
-  });
-  const stages = stage.rows[0];
-  return {
-    stages: {
-      relay: pair(stages?.relay),
-      consumer: pair(stages?.consumer),
-      worker: pair(stages?.worker),
-    },
-    windows: windows.rows.map((w) => ({
-      fromSecond: w.from_second,
-      payments: w.n,
-      p99: round(w.p99),
-    })),
-    payments: row?.n ?? 0,
-    p50: round(row?.p?.[0]),
-    p95: round(row?.p?.[1]),
-    p99: round(row?.p?.[2]),
-    max: round(row?.max),
-  };
-}
-
-/** SIGTERM, then wait for the exit (bounded: SIGKILL after 20 s). */
-function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.kill('SIGTERM');
-  });
 }

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { RunResult } from './load.js';
-import { percentile } from './percentile.js';
+import { percentile } from '../support/percentile.js';
 import { paymentPgbenchDefines, paymentPgbenchScript } from './pgbench-script.js';
 
 const run = promisify(execFile);

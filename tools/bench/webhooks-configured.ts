@@ -1,5 +1,5 @@
 import { closedLoop, type Shot } from './load.js';
-import { percentile } from './percentile.js';
+import { percentile } from '../support/percentile.js';
 
 /**
  * Issue 27: the API's new-payment throughput with webhook endpoints configured for the merchant

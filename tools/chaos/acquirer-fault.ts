@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { PlannedFault } from './fault-plan.js';
-import type { FaultWindow } from './run-fault.js';
+import type { FaultWindow } from './fault-window.js';
 import { sleep, type Timeline } from './timeline.js';
 
 /** The acquirer's faults chaos sets (src/acquirer/acquirer-faults.ts): refused, answer lost. */

@@ -86,3 +86,21 @@ function integer(option: string, value: string, min: number, max: number): numbe
   }
   return n;
 }
+
+/** The options of a run as its report states them. */
+export function describeChaosOptions(options: ChaosOptions, apis: number, brokers: string): string {
+  return [
+    `settings: --duration ${options.durationSeconds} --processes ${options.processes}`,
+    `--rate ${options.rate} --storm-vus ${options.stormVus} --copies ${options.copies}`,
+    `${options.kafka3 ? '--kafka3 ' : ''}${options.strict ? '--strict ' : ''}(${apis} APIs; Kafka ${brokers})`,
+  ].join(' ');
+}
+
+/** A wrong command line: ours (ChaosUsageError) or node's parseArgs's. */
+export function isChaosUsageError(error: unknown): error is Error {
+  return (
+    error instanceof ChaosUsageError ||
+    (error instanceof Error &&
+      String((error as Error & { code?: unknown }).code).startsWith('ERR_PARSE_ARGS'))
+  );
+}

@@ -2,25 +2,9 @@ import type { RequestSample } from '../load/http-transport.js';
 import { latencyBound } from './fault-plan.js';
 import { loadLines, type LoadResult } from './load-results.js';
 import type { LogCounts } from './role-fleet.js';
-import type { FaultWindow } from './run-fault.js';
+import type { FaultWindow } from './fault-window.js';
 import { formatOffset, type TimelineEvent } from './timeline.js';
-
-export interface WindowStats {
-  label: string;
-  fromMs: number;
-  toMs: number;
-  /** POST /payments answered in the window. */
-  posts: number;
-  /** Any request answered 5xx or not at all in the window. */
-  failures: number;
-  p50: number;
-  p95: number;
-  p99: number;
-  max: number;
-  /** The bound for this fault, and whether the window met it (only with a bound). */
-  bound: string | null;
-  boundMet: boolean | null;
-}
+import type { WindowStats } from './window-stats.js';
 
 export interface ChaosReport {
   runId: string;

@@ -1,8 +1,8 @@
 import type { RequestSample } from '../load/http-transport.js';
-import type { WindowStats } from './chaos-report.js';
 import type { RoleFleet } from './role-fleet.js';
-import type { FaultWindow } from './run-fault.js';
+import type { FaultWindow } from './fault-window.js';
 import { sleep, type Timeline } from './timeline.js';
+import type { WindowStats } from './window-stats.js';
 
 /**
  * SIGTERM grace of each process in the rolling restart: above the service's shutdown bound

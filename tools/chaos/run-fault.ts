@@ -9,18 +9,12 @@ import {
 } from './dead-letter-fault.js';
 import { acquirerFault } from './acquirer-fault.js';
 import type { PlannedFault } from './fault-plan.js';
+import type { FaultWindow } from './fault-window.js';
 import { pauseHoldingClaim, publishedSince } from './relay-pause.js';
 import { rollingRestart, type ReplacedProcess } from './rolling-restart.js';
 import type { RoleFleet } from './role-fleet.js';
 import type { StackControl } from './stack-control.js';
 import { sleep, type Timeline } from './timeline.js';
-
-/** When a fault began and when the system was whole again (thawed, restarted, answering). */
-export interface FaultWindow {
-  fault: PlannedFault;
-  startMs: number;
-  endMs: number;
-}
 
 export interface FaultContext {
   fleet: RoleFleet;

@@ -67,3 +67,15 @@ async function withClient<T>(url: string, fn: (client: pg.Client) => Promise<T>)
     await client.end();
   }
 }
+
+/** Drops the run's database and deletes its topics; a failure of either is ignored. */
+export async function removeRunResources(
+  adminUrl: string,
+  brokers: string,
+  resources: RunResources,
+): Promise<void> {
+  await Promise.allSettled([
+    dropDatabase(adminUrl, resources.databaseName),
+    deleteTopics(brokers, [resources.paymentsTopic, resources.dlqTopic]),
+  ]);
+}

@@ -77,7 +77,7 @@ async function main(): Promise<void> {
       apiNodeArgs(),
     );
     children.push(api.child);
-    const bare = await startProcess(toolEntry('bench/bare-express.js'), {}, '/');
+    const bare = await startProcess(toolEntry('cli/bare-express.js'), {}, '/');
     children.push(bare.child);
 
     const body = JSON.stringify({ amount: 1000, currency: 'EUR' });

@@ -140,7 +140,7 @@ async function main(): Promise<number> {
   const root = repoRoot();
   const tools = path.join(root, 'dist-tools', 'tools');
   const endpoint = start(
-    [...pinned(1), process.execPath, path.join(tools, 'load', 'bare-endpoint.js')],
+    [...pinned(1), process.execPath, path.join(tools, 'cli', 'bare-endpoint.js')],
     process.env,
   );
   const port = await new Promise<number>((resolve, reject) => {

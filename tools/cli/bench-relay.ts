@@ -2,10 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { createRelayKafka } from '../../src/outbox/relay-kafka.js';
 import { createRelayWorkers } from '../../src/outbox/relay.js';
 import { toKafkaRecord, type KafkaRecord } from '../../src/outbox/cloud-event.js';
-import { paymentEventId } from '../../src/payments/payment-event-id.js';
 import { listenForOutbox } from '../../src/outbox/outbox-listener.js';
 import { loadConfig, type Config } from '../../src/platform/config/config.js';
-import { createPool, sql, type Pool } from '../../src/platform/database/db.js';
+import { createPool, type Pool } from '../../src/platform/database/db.js';
 import {
   createIdempotentProducer,
   createKafka,
@@ -16,10 +15,17 @@ import {
 } from '../../src/platform/kafka/kafka.js';
 import { createLogger } from '../../src/platform/telemetry/logger.js';
 import { migrateUp } from '../../src/platform/database/migration-runner.js';
-import { percentile } from '../bench/percentile.js';
+import {
+  insertOutboxBacklog,
+  insertOutboxRow,
+  pendingOutboxRows,
+  warmUpEvent,
+} from '../bench/outbox-rows.js';
+import { percentile } from '../support/percentile.js';
 import { readAllEvents } from '../support/read-all-events.js';
 import { createScratchDatabase, dropScratchDatabaseOrReport } from '../support/scratch-database.js';
 import { exitOnHelp } from '../support/exit-on-help.js';
+import { waitUntil } from '../support/wait-until.js';
 
 /**
  * `npm run bench:relay`: the outbox relay against the local stack, next to a reference measured
@@ -53,86 +59,11 @@ const say = (line: string) => process.stderr.write(`[bench] ${line}\n`);
 /** Errors only: the bench's own teardown (dropping its database) would otherwise warn. */
 const logger = createLogger({ LOG_LEVEL: 'error', LOG_FORMAT: 'json' });
 
-/** A payment snapshot the size of the API's (about 400 bytes of JSON). */
-function snapshot(id: string): Record<string, unknown> {
-  return {
-    id,
-    object: 'payment',
-    amount: 4_200,
-    currency: 'EUR',
-    status: 'pending',
-    source: 'tok_visa',
-    description: 'Order #12345, two items',
-    metadata: { order_id: 'ord_12345', customer: 'cus_67890' },
-    created_at: new Date().toISOString(),
-  };
-}
-
-const INSERT_ONE = sql`
-  INSERT INTO outbox (event_id, event_type, aggregate_id, topic, data, created_at)
-  VALUES ($1, 'payment.created', $2, $3, $4, clock_timestamp())`;
-
-async function insertOne(pool: Pool, topic: string): Promise<string> {
-  const paymentId = randomUUID();
-  const eventId = paymentEventId(paymentId, 'payment.created');
-  await pool.query(INSERT_ONE, [eventId, paymentId, topic, JSON.stringify(snapshot(paymentId))]);
-  return eventId;
-}
-
-async function insertBacklog(pool: Pool, topic: string, count: number): Promise<void> {
-  for (let done = 0; done < count; done += 1_000) {
-    const ids = Array.from({ length: Math.min(1_000, count - done) }, () => randomUUID());
-    await pool.query(
-      sql`
-        INSERT INTO outbox (event_id, event_type, aggregate_id, topic, data, created_at)
-        SELECT e.event_id, 'payment.created', e.payment_id, $3, e.data, clock_timestamp()
-          FROM unnest($1::uuid[], $2::uuid[], $4::jsonb[]) AS e(event_id, payment_id, data)`,
-      [
-        ids.map((id) => paymentEventId(id, 'payment.created')),
-        ids,
-        topic,
-        ids.map((id) => JSON.stringify(snapshot(id))),
-      ],
-    );
-  }
-}
-
 function median(values: readonly number[]): number {
   return percentile(
     [...values].sort((a, b) => a - b),
     50,
   );
-}
-
-/** One event that is not part of any measurement. */
-function warmUpEvent() {
-  const paymentId = randomUUID();
-  return {
-    eventId: paymentEventId(paymentId, 'payment.created'),
-    eventType: 'payment.created',
-    aggregateId: paymentId,
-    data: snapshot(paymentId),
-    createdAt: new Date(),
-  };
-}
-
-async function pendingCount(pool: Pool): Promise<number> {
-  const { rows } = await pool.query<{ n: number }>(
-    'SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL AND parked_at IS NULL',
-  );
-  return rows[0]?.n ?? 0;
-}
-
-async function waitUntil(
-  condition: () => Promise<boolean>,
-  timeoutMs: number,
-  intervalMs = 20,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`not done within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
 }
 
 /** (a) Commit-to-ack lag at a fixed insert rate, with the relay loop running. */
@@ -168,7 +99,7 @@ async function measureLag(pool: Pool, kafka: KafkaClient, config: Config, databa
     const due = Math.min(total, Math.floor((performance.now() - started) / interval) + 1);
     for (; issued < due; issued++) {
       inserts.push(
-        insertOne(pool, config.KAFKA_TOPIC_PAYMENTS).then((eventId) => {
+        insertOutboxRow(pool, config.KAFKA_TOPIC_PAYMENTS).then((eventId) => {
           committedAt.set(eventId, performance.now());
         }),
       );
@@ -177,7 +108,7 @@ async function measureLag(pool: Pool, kafka: KafkaClient, config: Config, databa
   }
   await Promise.all(inserts);
   const insertSeconds = (performance.now() - started) / 1_000;
-  await waitUntil(async () => (await pendingCount(pool)) === 0, 60_000);
+  await waitUntil(async () => (await pendingOutboxRows(pool)) === 0, 60_000);
   await Promise.all([relay.stop(), listener.close()]);
   // The ack can be handled before the commit's reply is: that lag counts as 0.
   const sorted = [...committedAt].map(([eventId, committed]) =>
@@ -203,7 +134,7 @@ async function measureDrain(pool: Pool, kafka: KafkaClient, config: Config): Pro
   await relay.connect();
   const started = performance.now();
   void relay.run();
-  await waitUntil(async () => (await pendingCount(pool)) === 0, 120_000, 5);
+  await waitUntil(async () => (await pendingOutboxRows(pool)) === 0, 120_000, 5);
   const seconds = (performance.now() - started) / 1_000;
   await relay.stop();
   return BACKLOG / seconds;
@@ -262,7 +193,7 @@ async function main(): Promise<void> {
       // a bulk-loaded table has none until autovacuum's next round.
       await pool.query('DELETE FROM outbox');
       await pool.query('VACUUM outbox');
-      await insertBacklog(pool, config.KAFKA_TOPIC_PAYMENTS, BACKLOG);
+      await insertOutboxBacklog(pool, config.KAFKA_TOPIC_PAYMENTS, BACKLOG);
       await pool.query('ANALYZE outbox');
       const records = (await readAllEvents(pool)).map(toKafkaRecord);
       raws.push(await measureRaw(kafka, rawTopic, records, config.RELAY_BATCH_SIZE));

@@ -6,7 +6,6 @@ import { promisify } from 'node:util';
 import { ROOT } from '../bench/bench-process.js';
 import { benchMarkdown } from '../bench/bench-markdown.js';
 import { earlierFigureRows } from '../bench/earlier-figure-rows.js';
-import { issueTargetRows } from '../bench/issue-targets.js';
 import { loadAverage, machineConditions } from '../bench/machine-conditions.js';
 import { createPartRecorder } from '../bench/part-recorder.js';
 import { measurePipeline, type PipelineResult } from '../bench/measure-pipeline.js';
@@ -16,6 +15,7 @@ import { pipelineCpuPerSettled, pipelineCpuTable } from '../bench/pipeline-cpu.j
 import { pipelineOnly } from '../bench/pipeline-only.js';
 import { markdownTable, sweepTable, verdict } from '../bench/report-tables.js';
 import { newestReport, runBench } from '../bench/run-bench.js';
+import { targetRows } from '../bench/target-rows.js';
 import { useStackEnv } from '../bench/use-stack-env.js';
 import { loadConfig } from '../../src/platform/config/config.js';
 import { createLogger } from '../../src/platform/telemetry/logger.js';
@@ -28,7 +28,7 @@ import { exitOnHelp } from '../support/exit-on-help.js';
  * as separate processes: BENCH_SETTLE_RUNS separate runs at BENCH_SETTLE_RATE (each a pipeline of
  * its own), the first followed by a sweep of rates. Writes reports/bench-<time>.{md,json,svg}
  * (and .png when rsvg-convert is installed): issue 29's eight targets, each met or not with its
- * same-run reference (tools/bench/issue-targets.ts), where the pipeline's CPU goes per process,
+ * same-run reference (tools/bench/targets.ts, tools/bench/target-rows.ts), where the pipeline's CPU goes per process,
  * the figures of earlier issues, each part's wall time and load average. Each part's figures go
  * to reports/bench-<time>.partial.json as soon as they are measured. Targets are reported,
  * never asserted.
@@ -183,7 +183,7 @@ async function main(): Promise<void> {
     settleRunsWanted: SETTLE_RUNS,
     settleRate: SETTLE_RATE,
   };
-  const targets = issueTargetRows(figures);
+  const targets = targetRows(figures);
   const earlier = earlierFigureRows(figures);
   const machine = {
     cores: os.cpus().length,

@@ -1,4 +1,4 @@
-import { percentile } from '../bench/percentile.js';
+import { percentile } from '../support/percentile.js';
 
 /** Trend statistics of one request name, in milliseconds (k6's summaryTrendStats). */
 export interface TrendStats {

@@ -1,10 +1,9 @@
 import type { Queryable } from '../../src/platform/database/db.js';
-import type { Admin, KafkaClient } from '../../src/platform/kafka/kafka.js';
+import { readTopicToEnd, type Admin, type KafkaClient } from '../../src/platform/kafka/kafka.js';
 import { checkDeadLetterReasons, checkDeadLetters } from './check-dead-letters.js';
 import { checkPayment, type CheckOptions } from './check-payment.js';
 import { createDeadLetterLog, createEventLog } from './event-log.js';
 import { existingPayments, loadOrphans, loadPaymentFacts } from './load-payment-facts.js';
-import { readTopicToEnd } from './read-topic-to-end.js';
 import type { Violation, ViolationCode } from './violation.js';
 import { describeScope, isScoped, type VerifyScope } from './verify-scope.js';
 import { verifyRefunds, type RefundReport } from './verify-refunds.js';

@@ -6,34 +6,17 @@ import {
   runVerdictInput,
   settledWithin,
 } from './pipeline-steps.js';
+import { newPaymentBound } from './new-payment-bound.js';
 import { cpuMs, latencies, ms, percent, perSecond, signedPercent } from './report-format.js';
+import { BENCH_TARGETS, meetsTarget, targetText } from './targets.js';
 
-/** Issue 29's "Done when", as figures. */
-export const TARGETS = {
-  apiCpuMsPerNewPayment: 0.55,
-  newPaymentsOfBoundPct: 60,
-  pipelineCpuMsPerSettled: 2.2,
-  keepUpRate: 700,
-  settleP99Ms: 250,
-  replaysOfBareExpressPct: 70,
-  apiPeakRssMb: 150,
-  tracingCpuCostPct: 10,
-} as const;
-
-/**
- * The bound on new payments/s of an API that does both the SQL's work (pgbench) and the HTTP
- * work (bare Express) on the same machine: their costs per payment add up.
- */
-export function newPaymentBound(pgbenchPerSecond: number, bareExpressPerSecond: number): number {
-  if (pgbenchPerSecond <= 0 || bareExpressPerSecond <= 0) return 0;
-  return 1 / (1 / pgbenchPerSecond + 1 / bareExpressPerSecond);
-}
+const T = BENCH_TARGETS;
 
 const NOT_MEASURED = { value: 'not measured', reference: '-', ratio: '-', pass: false };
 
 function apiCpuRow({ api }: BenchFigures): Row {
   const measure = 'API + Postgres + Redis CPU per new payment (bench:api, closed loop)';
-  const target = `<= ${TARGETS.apiCpuMsPerNewPayment} ms`;
+  const target = targetText(T.apiCpuPerNewPayment);
   const cpu = api?.newPaymentsCpu;
   if (!api || !cpu) return { measure, target, ...NOT_MEASURED };
   const { msPerPayment: m } = cpu;
@@ -43,12 +26,12 @@ function apiCpuRow({ api }: BenchFigures): Row {
     reference: `${cpu.payments.toLocaleString('en')} payments at ${perSecond(api.newPayments.perSecond)}`,
     ratio: '-',
     target,
-    pass: cpu.payments > 0 && m.total <= TARGETS.apiCpuMsPerNewPayment,
+    pass: cpu.payments > 0 && meetsTarget(T.apiCpuPerNewPayment, m.total),
   };
 }
 
 function boundRow({ api }: BenchFigures): Row {
-  const target = `>= ${TARGETS.newPaymentsOfBoundPct}% of the bound`;
+  const target = `${targetText(T.newPaymentsOfBound)} of the bound`;
   if (!api) return { measure: 'new payments/s, closed loop', target, ...NOT_MEASURED };
   const pg = api.pgbenchSameStatement.perSecond;
   const bare = api.bareExpress.perSecond;
@@ -62,13 +45,13 @@ function boundRow({ api }: BenchFigures): Row {
       `concurrency, ${perSecond(pg)}; bare Express ${perSecond(bare)}`,
     ratio: `${ratio}% of the bound (${percent(api.newPayments.perSecond, pg)}% of pgbench)`,
     target,
-    pass: ratio >= TARGETS.newPaymentsOfBoundPct,
+    pass: meetsTarget(T.newPaymentsOfBound, ratio),
   };
 }
 
 function pipelineCpuRow({ settleRuns, settleRate }: BenchFigures): Row {
   const measure = `whole-pipeline CPU per settled payment at ${settleRate}/s`;
-  const target = `<= ${TARGETS.pipelineCpuMsPerSettled} ms (service processes, Postgres, Kafka, Redis)`;
+  const target = `${targetText(T.pipelineCpuPerSettled)} (service processes, Postgres, Kafka, Redis)`;
   const cpu = pipelineCpuPerSettled(settleRuns);
   if (cpu.settled === 0) return { measure, target, ...NOT_MEASURED };
   return {
@@ -77,7 +60,7 @@ function pipelineCpuRow({ settleRuns, settleRate }: BenchFigures): Row {
     reference: '-',
     ratio: '-',
     target,
-    pass: cpu.serviceTotal <= TARGETS.pipelineCpuMsPerSettled,
+    pass: meetsTarget(T.pipelineCpuPerSettled, cpu.serviceTotal),
   };
 }
 
@@ -92,14 +75,14 @@ function keepUpRow({ settleRuns }: BenchFigures): Row {
         ? 'none (the slowest step already fell behind)'
         : `${perSecond(rate)}${rate === top ? ' (the fastest step run: the limit is higher)' : ''}`,
     reference: `steps up to ${perSecond(top)}`,
-    ratio: rate === undefined ? '-' : `${percent(rate, TARGETS.keepUpRate)}% of the target`,
-    target: `>= ${TARGETS.keepUpRate}/s`,
-    pass: rate !== undefined && rate >= TARGETS.keepUpRate,
+    ratio: rate === undefined ? '-' : `${percent(rate, T.keepUpRate.figure)}% of the target`,
+    target: targetText(T.keepUpRate),
+    pass: rate !== undefined && meetsTarget(T.keepUpRate, rate),
   };
 }
 
 function settleP99Row({ settleRuns, settleRunsWanted, settleRate, api }: BenchFigures): Row {
-  const held = settleRuns.map((run) => settledWithin(runVerdictInput(run), TARGETS.settleP99Ms));
+  const held = settleRuns.map((run) => settledWithin(runVerdictInput(run), T.settleP99.figure));
   const each = settleRuns.map(
     (run, i) =>
       `run ${i + 1}: p99 ${ms(run.settle.p99)}${run.settle.unsettled ? `, ${run.settle.unsettled} unsettled` : ''}` +
@@ -111,13 +94,13 @@ function settleP99Row({ settleRuns, settleRunsWanted, settleRate, api }: BenchFi
     value: each.join('; ') || 'not measured',
     reference: `API p99 in the same runs: ${settleRuns.map((run) => ms(run.api.latencyMs.p99)).join(', ') || '-'}${api ? `; bench:api peak ${perSecond(api.newPayments.perSecond)}` : ''}`,
     ratio: `${passed}/${settleRunsWanted} runs`,
-    target: `<= ${TARGETS.settleP99Ms} ms in ${settleRunsWanted} runs of ${settleRunsWanted}`,
+    target: `${targetText(T.settleP99)} in ${settleRunsWanted} runs of ${settleRunsWanted}`,
     pass: settleRuns.length >= settleRunsWanted && passed === settleRuns.length,
   };
 }
 
 function replayRow({ api }: BenchFigures): Row {
-  const target = `>= ${TARGETS.replaysOfBareExpressPct}% of bare Express`;
+  const target = `${targetText(T.replaysOfBareExpress)} of bare Express`;
   if (!api) return { measure: 'replays (Redis hit), closed loop', target, ...NOT_MEASURED };
   const ratio = percent(api.replays.perSecond, api.bareExpress.perSecond);
   return {
@@ -126,7 +109,7 @@ function replayRow({ api }: BenchFigures): Row {
     reference: `bare Express JSON endpoint: ${perSecond(api.bareExpress.perSecond)}; ${latencies(api.bareExpress.latencyMs)}`,
     ratio: `${ratio}%`,
     target,
-    pass: ratio >= TARGETS.replaysOfBareExpressPct,
+    pass: meetsTarget(T.replaysOfBareExpress, ratio),
   };
 }
 
@@ -147,8 +130,8 @@ function rssRow({ api, settleRuns }: BenchFigures): Row {
             .join(', ')} MB)`
         : ''),
     ratio: '-',
-    target: `<= ${TARGETS.apiPeakRssMb} MB`,
-    pass: measuredApi.length > 0 && rss <= TARGETS.apiPeakRssMb,
+    target: targetText(T.apiPeakRss),
+    pass: measuredApi.length > 0 && meetsTarget(T.apiPeakRss, rss),
   };
 }
 
@@ -158,7 +141,7 @@ function tracingRow({ tracing }: BenchFigures): Row {
   const untraced = of('untraced');
   const control = of('untraced again (A/A)');
   const measure = `tracing on, OTLP export, 10% sampled: CPU cost to new payments (${tracing?.settings.cycles ?? 0} interleaved cycles)`;
-  const target = `< ${TARGETS.tracingCpuCostPct}% CPU`;
+  const target = `${targetText(T.tracingCpuCost)} CPU`;
   if (!sampled) return { measure, target, ...NOT_MEASURED };
   return {
     measure,
@@ -166,12 +149,12 @@ function tracingRow({ tracing }: BenchFigures): Row {
     reference: `untraced API ${untraced?.apiCpuMsPerPayment ?? '-'} ms/payment; A/A control: CPU ${control?.cpuCostPct ?? '-'}%, throughput ${control?.throughputCostPct ?? '-'}%`,
     ratio: '-',
     target,
-    pass: sampled.cpuCostPct < TARGETS.tracingCpuCostPct,
+    pass: meetsTarget(T.tracingCpuCost, sampled.cpuCostPct),
   };
 }
 
-/** Issue 29's eight targets, in its order, each met or not. */
-export function issueTargetRows(figures: BenchFigures): Row[] {
+/** One row per target of BENCH_TARGETS, in its order, each met or not. */
+export function targetRows(figures: BenchFigures): Row[] {
   return [
     apiCpuRow(figures),
     boundRow(figures),
