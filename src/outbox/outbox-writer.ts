@@ -63,12 +63,12 @@ const EVENT_ROWS = `written_events AS (
      outbox_rows AS (
        INSERT INTO outbox (${OUTBOX_COLUMNS})
        SELECT ${OUTBOX_COLUMNS} FROM written_events ORDER BY ord
-       RETURNING event_id
      )`;
 
 /**
  * The events (one row each, `ord` their order), the outbox INSERT and the companion's CTEs over
- * the same rows, as ONE statement. The outbox INSERT comes first, so it is within the first
+ * the same rows, as ONE statement. The INSERT returns nothing: a writer's login may insert into
+ * `outbox` without reading it. The outbox INSERT comes first, so it is within the first
  * kilobyte pg_stat_activity keeps of a statement's text.
  */
 const statements = new Map<string, string>();
@@ -78,7 +78,7 @@ function insertEventsSql(companion: EventCompanion | undefined): string {
   if (text === undefined) {
     text =
       companion === undefined
-        ? `WITH ${EVENT_ROWS} SELECT count(*) FROM outbox_rows`
+        ? `WITH ${EVENT_ROWS} SELECT count(*) FROM written_events`
         : `WITH ${EVENT_ROWS},\n     ${companion.ctes('written_events')}\n     SELECT count(*) FROM ${companion.last}`;
     statements.set(key, text);
   }
