@@ -49,8 +49,12 @@ function quoted(name: unknown): string {
 /** A component's refusal as the contract's problem: the code picks the status (ERRORS). */
 function fromDomainError(error: DomainError): ApiError {
   const retryAfter = error.retryAfterSeconds;
+  const headers = {
+    ...error.fields,
+    ...(retryAfter === undefined ? {} : { 'Retry-After': String(retryAfter) }),
+  };
   return new ApiError(error.code, error.message, {
-    ...(retryAfter === undefined ? {} : { headers: { 'Retry-After': String(retryAfter) } }),
+    ...(Object.keys(headers).length === 0 ? {} : { headers }),
     cause: error,
   });
 }

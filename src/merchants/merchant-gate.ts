@@ -1,6 +1,4 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { ApiError } from '../http/api-error.js';
-import { parseIdempotencyKey } from '../http/idempotency-key-header.js';
 import { rateLimitHeaders } from '../rate-limits/rate-limit-headers.js';
 import type {
   RateDecision,
@@ -10,6 +8,7 @@ import type {
 } from '../rate-limits/rate-limiter.js';
 import { apiKeyPrefix } from './api-key.js';
 import type { Authenticator } from './authenticator.js';
+import { RateLimited, Unauthenticated } from './gate-errors.js';
 import type { Merchant } from './merchant-repository.js';
 
 export interface MerchantGateDeps {
@@ -21,13 +20,14 @@ export interface MerchantGateDeps {
    */
   unauthenticatedPolicy: RatePolicy;
   /**
-   * With both: a POST with a valid Idempotency-Key spends the merchant's bucket and reads the
-   * key's cached response in the same Redis command (`rateLimitAndPeek`, at the Redis key
-   * `responseKeyOf` names), leaving the raw entry (or null) in `res.locals.peekedResponse` for
-   * the create to replay without another round trip. Without them, only the bucket is spent.
+   * With both: a POST for which `peekKeyOf` names a Redis key (the composition root names the
+   * cached response of its Idempotency-Key) spends the merchant's bucket and reads that key in
+   * the same Redis command (`rateLimitAndPeek`), leaving the raw entry (or null) in
+   * `res.locals.peekedResponse` for the create to replay without another round trip. Without
+   * them, or when it names none, only the bucket is spent. The gate knows no key or cache.
    */
   rateLimitAndPeek?: RateLimitAndPeek;
-  responseKeyOf?: (merchantId: string, idempotencyKey: string) => string;
+  peekKeyOf?: (req: Request, merchantId: string) => string | null;
 }
 
 /** What the gate leaves in `res.locals` for a POST it peeked for (see MerchantGateDeps). */
@@ -57,15 +57,16 @@ export function merchantGate(deps: MerchantGateDeps): RequestHandler {
   const byPrefix: RatePolicy = { ...byAddress, name: `${byAddress.name}-key-prefix` };
 
   const tooMany = (message: string, policy: RatePolicy, decision: RateDecision) =>
-    new ApiError('rate_limited', message, {
-      headers: {
-        'Retry-After': String(decision.retryAfterSeconds),
-        ...rateLimitHeaders(policy, decision),
-      },
+    new RateLimited(message, {
+      retryAfterSeconds: decision.retryAfterSeconds,
+      fields: rateLimitHeaders(policy, decision),
     });
 
   /** Counts one failed authentication and answers it: 401, or 429 over a failure limit. */
-  const failed = async (address: string, apiKey: string | null): Promise<ApiError> => {
+  const failed = async (
+    address: string,
+    apiKey: string | null,
+  ): Promise<RateLimited | Unauthenticated> => {
     const addressDecision = await deps.rateLimit('address', address, byAddress);
     if (!addressDecision.allowed) {
       return tooMany(
@@ -86,8 +87,8 @@ export function merchantGate(deps: MerchantGateDeps): RequestHandler {
       }
       if (prefixDecision.remaining < addressDecision.remaining) shown = [byPrefix, prefixDecision];
     }
-    return new ApiError('unauthorized', 'Send a valid API key as Authorization: Bearer <key>.', {
-      headers: rateLimitHeaders(...shown),
+    return new Unauthenticated('Send a valid API key as Authorization: Bearer <key>.', {
+      fields: rateLimitHeaders(...shown),
     });
   };
 
@@ -97,13 +98,12 @@ export function merchantGate(deps: MerchantGateDeps): RequestHandler {
     res: Response,
     merchant: Merchant,
   ): Promise<RateDecision> => {
-    const { rateLimitAndPeek, responseKeyOf } = deps;
-    if (req.method !== 'POST' || !rateLimitAndPeek || !responseKeyOf) {
+    const { rateLimitAndPeek, peekKeyOf } = deps;
+    const peekKey =
+      req.method === 'POST' && rateLimitAndPeek && peekKeyOf ? peekKeyOf(req, merchant.id) : null;
+    if (!rateLimitAndPeek || peekKey === null) {
       return deps.rateLimit('merchant', merchant.id, merchant.tier);
     }
-    const key = parseIdempotencyKey(req.headers['idempotency-key']);
-    if (!key.ok) return deps.rateLimit('merchant', merchant.id, merchant.tier);
-    const peekKey = responseKeyOf(merchant.id, key.key);
     const { peeked, ...decision } = await rateLimitAndPeek(
       'merchant',
       merchant.id,
@@ -121,8 +121,8 @@ export function merchantGate(deps: MerchantGateDeps): RequestHandler {
     const decision = await spendMerchantBucket(req, res, merchant);
     res.set(rateLimitHeaders(merchant.tier, decision));
     if (!decision.allowed) {
-      throw new ApiError('rate_limited', 'Too many requests for this merchant; slow down.', {
-        headers: { 'Retry-After': String(decision.retryAfterSeconds) },
+      throw new RateLimited('Too many requests for this merchant; slow down.', {
+        retryAfterSeconds: decision.retryAfterSeconds,
       });
     }
     res.locals.merchant = merchant;

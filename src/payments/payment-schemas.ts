@@ -1,32 +1,11 @@
 import { z } from 'zod';
 import { listLimitSchema, listPageSchema } from '../http/list-page.js';
-
-// Shared with the other list routes (refunds import them from here).
-export { listLimitSchema, listPageSchema, MAX_LIST_LIMIT } from '../http/list-page.js';
+import { MAX_AMOUNT, SUPPORTED_CURRENCIES } from './money.js';
 
 /**
  * The request and response schemas of the payments API. Validation and the OpenAPI document
  * both come from these; there is no hand-written copy of the contract.
  */
-
-/** ISO 4217 codes we settle. Amounts are in each currency's minor unit (JPY has none). */
-export const SUPPORTED_CURRENCIES = [
-  'AUD',
-  'CAD',
-  'CHF',
-  'CZK',
-  'DKK',
-  'EUR',
-  'GBP',
-  'HKD',
-  'JPY',
-  'NOK',
-  'NZD',
-  'PLN',
-  'SEK',
-  'SGD',
-  'USD',
-] as const;
 
 /** The acquirer simulator's test tokens (BRIEF section 6). */
 export const SOURCES = [
@@ -45,7 +24,6 @@ export const SOURCES = [
   ),
 ] as const;
 
-export const MAX_AMOUNT = 99_999_999;
 export const MAX_METADATA_KEYS = 20;
 
 /**

@@ -1,10 +1,6 @@
 import { z } from 'zod';
-import {
-  listLimitSchema,
-  listPageSchema,
-  MAX_AMOUNT,
-  SUPPORTED_CURRENCIES,
-} from '../payments/payment-schemas.js';
+import { listLimitSchema, listPageSchema } from '../http/list-page.js';
+import { MAX_AMOUNT, SUPPORTED_CURRENCIES } from '../payments/money.js';
 
 /** The request and response schemas of the refunds API (validation and OpenAPI). */
 

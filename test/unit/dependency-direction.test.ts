@@ -1,7 +1,7 @@
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
+import { importGraph as importGraphOf, sourceFiles } from '../support/import-graph.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -19,7 +19,7 @@ const SRC: LayeredTree = { dir: 'src', map: 'docs/architecture.md', outside: [] 
 /** Tools may import src/ (and the k6 scenarios the load driver runs); src/ never imports tools/. */
 const TOOLS: LayeredTree = { dir: 'tools', map: 'tools/README.md', outside: ['src', 'k6'] };
 
-/** No file of tools/ is longer than this; a longer one is split by what it does. */
+/** No file of src/ or tools/ is longer than this; a longer one is split by what it does. */
 const MAX_LINES = 300;
 
 /** The layer of each folder of a tree, read from the table of its map. */
@@ -35,43 +35,10 @@ function layersFromMap({ map }: LayeredTree): Map<string, number> {
   return layers;
 }
 
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const file = path.join(dir, name);
-    if (statSync(file).isDirectory()) return sourceFiles(file);
-    return name.endsWith('.ts') ? [file] : [];
-  });
-}
-
 const foldersOf = (dir: string) =>
   readdirSync(dir).filter((name) => statSync(path.join(dir, name)).isDirectory());
 
-/** The file a relative import names: its TypeScript source, or the file itself (k6's .js). */
-function resolveImport(file: string, specifier: string): string {
-  const named = path.resolve(path.dirname(file), specifier);
-  const source = named.replace(/\.js$/, '.ts');
-  if (existsSync(source)) return source;
-  if (existsSync(named)) return named;
-  throw new Error(`${file} imports ${specifier}: no such file`);
-}
-
-/**
- * Each file of the tree (relative to it) and the files it imports, types and re-exports
- * included; a file outside the tree is named relative to the tree too (`../src/...`).
- */
-function importGraph({ dir }: LayeredTree): Map<string, string[]> {
-  const tree = path.join(ROOT, dir);
-  const graph = new Map<string, string[]>();
-  for (const file of sourceFiles(tree)) {
-    const { importedFiles } = ts.preProcessFile(readFileSync(file, 'utf8'), true, true);
-    const targets = importedFiles
-      .map(({ fileName }) => fileName)
-      .filter((specifier) => specifier.startsWith('.'))
-      .map((specifier) => path.relative(tree, resolveImport(file, specifier)));
-    graph.set(path.relative(tree, file), targets);
-  }
-  return graph;
-}
+const importGraph = ({ dir }: LayeredTree) => importGraphOf(path.join(ROOT, dir));
 
 const folderOf = (file: string) => file.split(path.sep)[0] ?? '';
 
@@ -157,6 +124,10 @@ describe(`the folders of src/ as the layers of ${SRC.map}`, () => {
 
   it('when the imports of src/ are followed, then none leads back to where it started', () => {
     expect(circles(graph).map((circle) => circle.join(' <-> '))).toEqual([]);
+  });
+
+  it(`when a file of src/ is measured, then it has at most ${MAX_LINES} lines`, () => {
+    expect(filesOver(MAX_LINES, SRC)).toEqual([]);
   });
 });
 

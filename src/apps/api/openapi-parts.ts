@@ -4,7 +4,7 @@ import {
   IDEMPOTENCY_KEY_HEADER_MAX_LENGTH,
   IDEMPOTENCY_KEY_HEADER_PATTERN,
 } from '../../http/idempotency-key-header.js';
-import { MAX_LIST_LIMIT } from '../../payments/payment-schemas.js';
+import { MAX_LIST_LIMIT } from '../../http/list-page.js';
 
 // The pieces every operation of the OpenAPI document is built from (openapi.ts assembles it).
 

@@ -1,4 +1,5 @@
 import { createServer } from 'node:http';
+import { parseIdempotencyKey } from '../../http/idempotency-key-header.js';
 import { paymentDatabaseGuard } from '../../idempotency/database-guard.js';
 import { createIdempotencyReaper } from '../../idempotency/idempotency-reaper.js';
 import { createIdempotentCreate } from '../../idempotency/idempotent-create.js';
@@ -62,7 +63,10 @@ export async function startApi(
     ),
     rateLimit: rateLimiter.limit,
     rateLimitAndPeek: rateLimiter.limitAndPeek,
-    responseKeyOf: (merchantId, key) => responseCacheKey(config.REDIS_KEY_PREFIX, merchantId, key),
+    peekKeyOf: (req, merchantId) => {
+      const key = parseIdempotencyKey(req.headers['idempotency-key']);
+      return key.ok ? responseCacheKey(config.REDIS_KEY_PREFIX, merchantId, key.key) : null;
+    },
     unauthenticatedPolicy: {
       name: 'unauthenticated',
       ratePerSecond: config.RATE_LIMIT_UNAUTHENTICATED_PER_MINUTE / 60,
