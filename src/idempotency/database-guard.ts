@@ -12,16 +12,13 @@ export class PaymentDatabaseUnavailable extends DomainError {
 }
 
 /** Runs a database step of a creating POST (payments, refunds). */
-export type PaymentDatabaseGuard = <T>(fn: () => Promise<T>) => Promise<T>;
+export type DatabaseGuard = <T>(fn: () => Promise<T>) => Promise<T>;
 
 /**
  * Postgres being unreachable becomes PaymentDatabaseUnavailable (with a retry hint); a success
  * ends a Postgres outage in `outage` (its failures are logged where the 503 is answered).
  */
-export function paymentDatabaseGuard(
-  retryAfterSeconds: number,
-  outage?: OutageLog,
-): PaymentDatabaseGuard {
+export function createDatabaseGuard(retryAfterSeconds: number, outage?: OutageLog): DatabaseGuard {
   return async (fn) => {
     try {
       const result = await fn();

@@ -15,9 +15,7 @@ import {
 } from './replay-stored-response.js';
 import type { ResponseCache } from './response-cache.js';
 import type { StoredResponse } from './stored-response.js';
-
-/** Runs a database step of an idempotent request (maps "Postgres unreachable" to a 503). */
-export type DatabaseGuard = <T>(fn: () => Promise<T>) => Promise<T>;
+import type { DatabaseGuard } from './database-guard.js';
 
 /**
  * The resource's write: ONE transaction that inserts the idempotency record, the resource and

@@ -8,7 +8,7 @@ import type { CreateOutcome } from '../idempotency/replay-stored-response.js';
 import type { Merchant } from '../merchants/merchant-repository.js';
 import type { Config } from '../platform/config/config.js';
 import type { OutageLog } from '../platform/resilience/outage-log.js';
-import { paymentDatabaseGuard } from '../idempotency/database-guard.js';
+import { createDatabaseGuard } from '../idempotency/database-guard.js';
 import type { CreatePaymentBody } from './payment-schemas.js';
 import { insertNewPayment, type NewPaymentSettings } from './payment-insert-single.js';
 import { createPaymentInsertBatcher } from './payment-insert-batcher.js';
@@ -41,7 +41,7 @@ export interface CreatePaymentDeps extends Omit<IdempotentCreateDeps, 'database'
  * Refusals are domain errors; the HTTP layer maps them to problem+json.
  */
 export function createPaymentService(deps: CreatePaymentDeps) {
-  const database = paymentDatabaseGuard(
+  const database = createDatabaseGuard(
     deps.config.UNAVAILABLE_RETRY_AFTER_SECONDS,
     deps.postgresOutage,
   );

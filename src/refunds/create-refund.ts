@@ -7,7 +7,7 @@ import {
 } from '../idempotency/idempotent-create.js';
 import type { CreateOutcome } from '../idempotency/replay-stored-response.js';
 import type { Merchant } from '../merchants/merchant-repository.js';
-import { paymentDatabaseGuard } from '../idempotency/database-guard.js';
+import { createDatabaseGuard } from '../idempotency/database-guard.js';
 import type { Config } from '../platform/config/config.js';
 import type { Pool } from '../platform/database/db.js';
 import { createKeyedQueue } from '../platform/resilience/keyed-queue.js';
@@ -29,7 +29,7 @@ export interface CreateRefundDeps extends Omit<IdempotentCreateDeps, 'database' 
  * Keys share the merchant's key space with POST /payments; reusing one across endpoints is 422.
  */
 export function createRefundService(deps: CreateRefundDeps) {
-  const database = paymentDatabaseGuard(deps.config.UNAVAILABLE_RETRY_AFTER_SECONDS);
+  const database = createDatabaseGuard(deps.config.UNAVAILABLE_RETRY_AFTER_SECONDS);
   const createOnce = createIdempotentCreate({ ...deps, db: deps.pool, database });
   const now = deps.now ?? (() => new Date());
   // Refunds of one payment wait for each other on its row lock (insert-refund-once), each

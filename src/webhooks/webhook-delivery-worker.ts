@@ -45,7 +45,7 @@ export interface WebhookDeliveryDeps {
   random?: () => number;
 }
 
-export interface WebhookDelivery {
+export interface WebhookDeliveryWorker {
   start(): void;
   /** Stops claiming; in-flight deliveries finish (each bounded by WEBHOOK_TIMEOUT_MS). */
   stop(): Promise<void>;
@@ -82,7 +82,7 @@ function toOutcome({ result, final }: JobOutcome<ClaimedDelivery, DeliveryFinal>
  * failing_since set; after the last step the delivery fails ('attempts_exhausted') and an
  * endpoint failing for longer than the whole schedule is disabled ('failing').
  */
-export function createWebhookDelivery(deps: WebhookDeliveryDeps): WebhookDelivery {
+export function createWebhookDeliveryWorker(deps: WebhookDeliveryDeps): WebhookDeliveryWorker {
   const { pool, logger, config } = deps;
   const random = deps.random ?? Math.random;
   const schedule = config.WEBHOOK_RETRY_SCHEDULE;

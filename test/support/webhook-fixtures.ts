@@ -2,8 +2,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 import { Webhook } from 'standardwebhooks';
 import {
-  createWebhookDelivery,
-  type WebhookDelivery,
+  createWebhookDeliveryWorker,
+  type WebhookDeliveryWorker,
 } from '../../src/webhooks/webhook-delivery-worker.js';
 import { createLogger, type Logger } from '../../src/platform/telemetry/logger.js';
 import { testConfig, type TestDatabase } from './isolation.js';
@@ -153,7 +153,7 @@ export function startTestDelivery(
   db: TestDatabase,
   overrides: Record<string, string> = {},
   logger?: Logger,
-): WebhookDelivery {
+): WebhookDeliveryWorker {
   const config = testConfig({
     DATABASE_URL: db.roleUrl('webhooks'),
     WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8,::1/128',
@@ -162,7 +162,7 @@ export function startTestDelivery(
     WEBHOOK_POLL_MS: '50',
     ...overrides,
   });
-  const delivery = createWebhookDelivery({
+  const delivery = createWebhookDeliveryWorker({
     pool: db.login('webhooks'),
     logger: logger ?? createLogger(config),
     config,

@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import { parseIdempotencyKey } from '../../http/idempotency-key-header.js';
-import { paymentDatabaseGuard } from '../../idempotency/database-guard.js';
+import { createDatabaseGuard } from '../../idempotency/database-guard.js';
 import { createIdempotencyReaper } from '../../idempotency/idempotency-reaper.js';
 import { createIdempotentCreate } from '../../idempotency/idempotent-create.js';
 import { createKeyLocks } from '../../idempotency/key-lock.js';
@@ -103,7 +103,7 @@ export async function startApi(
         logger,
         config,
         redisOutage,
-        database: paymentDatabaseGuard(config.UNAVAILABLE_RETRY_AFTER_SECONDS, postgresOutage),
+        database: createDatabaseGuard(config.UNAVAILABLE_RETRY_AFTER_SECONDS, postgresOutage),
       }),
       addressPolicy: createAddressPolicy(config.WEBHOOK_ALLOWED_NETWORKS),
       config,

@@ -1,6 +1,6 @@
 import { registerJobProbes } from '../../jobs/job-metrics.js';
 import type { Platform } from '../../platform/lifecycle/platform.js';
-import { createWebhookDelivery } from '../../webhooks/webhook-delivery-worker.js';
+import { createWebhookDeliveryWorker } from '../../webhooks/webhook-delivery-worker.js';
 import type { RunningRole } from '../running-role.js';
 import { registerWebhookEndpointProbe } from '../../webhooks/webhook-endpoint-metrics.js';
 import { startWebhookEventReaper } from '../../webhooks/webhook-event-reaper.js';
@@ -28,7 +28,7 @@ export function startWebhooks(
 ): Promise<RunningRole> {
   const { config, pool } = platform;
   const logger = platform.logger.child({ role: 'webhooks' });
-  const delivery = createWebhookDelivery({ pool, logger, config });
+  const delivery = createWebhookDeliveryWorker({ pool, logger, config });
   const unregisterEndpointProbe = registerWebhookEndpointProbe(pool);
   const unregisterJobProbes = registerJobProbes(pool, options.jobProbeKinds ?? ['webhook']);
   const reaper = startWebhookEventReaper(pool, logger, {
