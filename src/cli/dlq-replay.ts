@@ -2,7 +2,10 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '../platform/config/config.js';
 import { createKafka } from '../platform/kafka/kafka.js';
 import { createLogger } from '../platform/telemetry/logger.js';
-import { listUnreadableDeadLetters, replayDeadLetters } from '../settlement/replay-dead-letters.js';
+import {
+  listUnreadableDeadLetters,
+  replayDeadLetters,
+} from '../jobs/dead-letters/replay-dead-letters.js';
 import { runCli, UsageError, withPool } from './run-cli.js';
 
 const USAGE = 'usage: dlq:replay -- --event-id <uuid> | --all | --list';

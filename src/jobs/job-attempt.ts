@@ -1,6 +1,6 @@
 import type { Pool } from '../platform/database/db.js';
 import type { Logger } from '../platform/telemetry/logger.js';
-import { deadLetterJob, type DeadLetterOutbox } from './dead-letter-job.js';
+import { deadLetterJob, type DeadLetterOutbox } from './dead-letters/dead-letter-job.js';
 import type { CallGate } from './job-gate.js';
 import { retryJob, type RetryMarks } from './job-store.js';
 import type { ClaimedJob, Failure } from './job-table.js';

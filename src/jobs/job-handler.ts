@@ -1,5 +1,5 @@
 import type { Queryable } from '../platform/database/db.js';
-import type { JobLetter } from './dead-letter-job.js';
+import type { JobLetter } from './dead-letters/dead-letter-job.js';
 import type { ClaimFilter } from './job-store.js';
 import type { ClaimedJob, Failure, JobTable } from './job-table.js';
 

@@ -3,7 +3,7 @@ import type { Pool } from '../platform/database/db.js';
 import { isDatabaseUnavailable } from '../platform/database/db-errors.js';
 import type { Logger } from '../platform/telemetry/logger.js';
 import { createOutageLog, type OutageLog } from '../platform/resilience/outage-log.js';
-import type { DeadLetterOutbox } from './dead-letter-job.js';
+import type { DeadLetterOutbox } from './dead-letters/dead-letter-job.js';
 import type { JobHandler, JobOutcome, JobPolicy } from './job-handler.js';
 import { createJobAttempt } from './job-attempt.js';
 import type { CallGate } from './job-gate.js';

@@ -6,7 +6,7 @@ import {
   type RefundResult,
   refundIdempotencyKey,
 } from '../acquirer/acquirer.js';
-import type { JobLetter } from '../jobs/dead-letter-job.js';
+import type { JobLetter } from '../jobs/dead-letters/dead-letter-job.js';
 import type { AttemptAnswer, InquiryAnswer } from '../jobs/job-worker.js';
 import { toKafkaRecord } from '../outbox/cloud-event.js';
 import { refundEventId } from './refund-event-id.js';

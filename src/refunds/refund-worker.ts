@@ -1,6 +1,6 @@
-import { deadLetterMetrics } from '../jobs/dead-letter-metrics.js';
+import { deadLetterMetrics } from '../jobs/dead-letters/dead-letter-metrics.js';
 import type { RefundAcquirer } from '../acquirer/acquirer.js';
-import type { DeadLetterOutbox } from '../jobs/dead-letter-job.js';
+import type { DeadLetterOutbox } from '../jobs/dead-letters/dead-letter-job.js';
 import type { CallGate } from '../jobs/job-gate.js';
 import { REFUND_JOBS } from '../jobs/job-table.js';
 import {

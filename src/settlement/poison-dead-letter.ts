@@ -1,7 +1,7 @@
-import { deadLetterMetrics } from '../jobs/dead-letter-metrics.js';
-import type { DeadLetterOutbox } from '../jobs/dead-letter-job.js';
-import { toPoisonDeadLetter, type DeadLetterReason } from '../jobs/dead-letter.js';
-import { storeDeadLetter } from '../jobs/dead-letter-store.js';
+import { deadLetterMetrics } from '../jobs/dead-letters/dead-letter-metrics.js';
+import type { DeadLetterOutbox } from '../jobs/dead-letters/dead-letter-job.js';
+import { toPoisonDeadLetter, type DeadLetterReason } from '../jobs/dead-letters/dead-letter.js';
+import { storeDeadLetter } from '../jobs/dead-letters/dead-letter-store.js';
 import type { Pool } from '../platform/database/db.js';
 import type { ConsumedRecord } from '../platform/kafka/kafka.js';
 

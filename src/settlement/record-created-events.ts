@@ -1,5 +1,5 @@
 import { withTransaction, type Pool, type PoolClient } from '../platform/database/db.js';
-import type { SourceRecord } from '../jobs/dead-letter.js';
+import type { SourceRecord } from '../jobs/dead-letters/dead-letter.js';
 import { claimedOnInsert, claimOnInsertSql, type IntakeClaim } from '../jobs/claim-on-insert.js';
 import { reviveDeadJobs } from '../jobs/job-store.js';
 import { SETTLEMENT_JOBS } from '../jobs/job-table.js';

@@ -1,7 +1,7 @@
 import type { Pool } from '../platform/database/db.js';
 import type { ConsumedBatch, ConsumedRecord } from '../platform/kafka/kafka.js';
 import type { Logger } from '../platform/telemetry/logger.js';
-import { REPLAY_TOKEN_HEADER } from '../jobs/dead-letter.js';
+import { REPLAY_TOKEN_HEADER } from '../jobs/dead-letters/dead-letter.js';
 import type { Revival } from '../jobs/job-store.js';
 import { parsePaymentEvent } from './payment-event.js';
 import {
@@ -9,7 +9,7 @@ import {
   type CreatedEvent,
   type RecordOutcome,
 } from './record-created-events.js';
-import type { SourceRecord } from '../jobs/dead-letter.js';
+import type { SourceRecord } from '../jobs/dead-letters/dead-letter.js';
 import { settlementMetrics } from './settlement-metrics.js';
 import { failSpan, startConsumeSpan } from './settlement-spans.js';
 import type { SettlementWorker } from './settlement-worker.js';

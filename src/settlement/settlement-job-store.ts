@@ -3,7 +3,7 @@ import { insertOutboxEvents } from '../outbox/outbox-writer.js';
 import { webhookFanout } from '../webhooks/webhook-fanout.js';
 import type { TraceContext } from '../outbox/trace-context.js';
 import { withTransaction, type Pool, type Queryable } from '../platform/database/db.js';
-import type { SourceRecord } from '../jobs/dead-letter.js';
+import type { SourceRecord } from '../jobs/dead-letters/dead-letter.js';
 import { claimJobs, ownedJobsCte, type ClaimJoin } from '../jobs/job-store.js';
 import { SETTLEMENT_JOBS, type ClaimedJob, type JobLease } from '../jobs/job-table.js';
 import type { CompletionOutcome } from '../jobs/job-worker.js';

@@ -1,7 +1,7 @@
-import { deadLetterMetrics } from '../jobs/dead-letter-metrics.js';
+import { deadLetterMetrics } from '../jobs/dead-letters/dead-letter-metrics.js';
 import type { Acquirer } from '../acquirer/acquirer.js';
-import type { DeadLetterReason } from '../jobs/dead-letter.js';
-import type { DeadLetterOutbox } from '../jobs/dead-letter-job.js';
+import type { DeadLetterReason } from '../jobs/dead-letters/dead-letter.js';
+import type { DeadLetterOutbox } from '../jobs/dead-letters/dead-letter-job.js';
 import type { CallGate } from '../jobs/job-gate.js';
 import { SETTLEMENT_JOBS } from '../jobs/job-table.js';
 import {
@@ -29,7 +29,7 @@ import {
 import { emptySettlementRunCounts, type SettlementRunCounts } from './settlement-run-counts.js';
 import { inSettleSpan } from './settlement-spans.js';
 
-export type { DeadLetterOutbox } from '../jobs/dead-letter-job.js';
+export type { DeadLetterOutbox } from '../jobs/dead-letters/dead-letter-job.js';
 export type { SettlementRunCounts } from './settlement-run-counts.js';
 
 /** The settings of settlement jobs (refunds have their own: refund-worker.ts). */

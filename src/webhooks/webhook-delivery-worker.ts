@@ -1,4 +1,4 @@
-import type { DeadLetterOutbox } from '../jobs/dead-letter-job.js';
+import type { DeadLetterOutbox } from '../jobs/dead-letters/dead-letter-job.js';
 import { WEBHOOK_JOBS } from '../jobs/job-table.js';
 import {
   createJobWorker,

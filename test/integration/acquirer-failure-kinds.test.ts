@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NO_FAULT, type AcquirerFault } from '../../src/acquirer/acquirer-faults.js';
 import { createHttpAcquirer } from '../../src/acquirer/http-acquirer.js';
-import { DLQ_HEADERS } from '../../src/jobs/dead-letter.js';
+import { DLQ_HEADERS } from '../../src/jobs/dead-letters/dead-letter.js';
 import { startSimulatorServer, type SimulatorServer } from '../support/simulator-server.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import {

@@ -7,11 +7,14 @@ import {
 } from '../../src/acquirer/acquirer.js';
 import { NO_FAULT } from '../../src/acquirer/acquirer-faults.js';
 import { createHttpAcquirer } from '../../src/acquirer/http-acquirer.js';
-import { toDeadLetter } from '../../src/jobs/dead-letter.js';
-import { purgePublishedDeadLetters, storeDeadLetter } from '../../src/jobs/dead-letter-store.js';
+import { toDeadLetter } from '../../src/jobs/dead-letters/dead-letter.js';
+import {
+  purgePublishedDeadLetters,
+  storeDeadLetter,
+} from '../../src/jobs/dead-letters/dead-letter-store.js';
 import { paymentEventId } from '../../src/payments/payment-event-id.js';
 import { createLogger } from '../../src/platform/telemetry/logger.js';
-import { replayDeadLetters } from '../../src/settlement/replay-dead-letters.js';
+import { replayDeadLetters } from '../../src/jobs/dead-letters/replay-dead-letters.js';
 import { ensureSettlementTopics } from '../../src/settlement/settlement-topics.js';
 import { startSimulatorServer, type SimulatorServer } from '../support/simulator-server.js';
 import { createTestDatabase, uniqueSuffix, type TestDatabase } from '../support/isolation.js';

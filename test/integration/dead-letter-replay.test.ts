@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { paymentEventId } from '../../src/payments/payment-event-id.js';
 import { createLogger } from '../../src/platform/telemetry/logger.js';
-import { DLQ_HEADERS } from '../../src/jobs/dead-letter.js';
+import { DLQ_HEADERS } from '../../src/jobs/dead-letters/dead-letter.js';
 import {
   listUnreadableDeadLetters,
   replayDeadLetters,
-} from '../../src/settlement/replay-dead-letters.js';
+} from '../../src/jobs/dead-letters/replay-dead-letters.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import {
   createSettlementHarness,

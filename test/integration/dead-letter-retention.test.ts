@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { purgePublishedDeadLetters, storeDeadLetter } from '../../src/jobs/dead-letter-store.js';
+import {
+  purgePublishedDeadLetters,
+  storeDeadLetter,
+} from '../../src/jobs/dead-letters/dead-letter-store.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 
 /**

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRefundSimulator } from '../../src/acquirer/refund-simulator.js';
 import { refundEventId } from '../../src/refunds/refund-event-id.js';
 import { createRefundWorker, type RefundWorker } from '../../src/refunds/refund-worker.js';
-import { DLQ_HEADERS } from '../../src/jobs/dead-letter.js';
+import { DLQ_HEADERS } from '../../src/jobs/dead-letters/dead-letter.js';
 import { createTestDatabase, uniqueSuffix, type TestDatabase } from '../support/isolation.js';
 import { postRefund, settledPayment } from '../support/refund-client.js';
 import { refundWorkFacts } from '../support/refund-harness.js';

@@ -6,7 +6,7 @@ import { createLogger } from '../../src/platform/telemetry/logger.js';
 import { reviveDeadJobs } from '../../src/jobs/job-store.js';
 import { REFUND_JOBS } from '../../src/jobs/job-table.js';
 import { createRefundWorker } from '../../src/refunds/refund-worker.js';
-import { replayDeadLetters } from '../../src/settlement/replay-dead-letters.js';
+import { replayDeadLetters } from '../../src/jobs/dead-letters/replay-dead-letters.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import { postRefund, settledPayment } from '../support/refund-client.js';
 import { refundWorkFacts, refundWorked } from '../support/refund-harness.js';

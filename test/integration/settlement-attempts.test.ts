@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { paymentEventId } from '../../src/payments/payment-event-id.js';
-import { DLQ_HEADERS } from '../../src/jobs/dead-letter.js';
+import { DLQ_HEADERS } from '../../src/jobs/dead-letters/dead-letter.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import {
   createSettlementHarness,

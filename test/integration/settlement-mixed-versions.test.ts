@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DLQ_HEADERS } from '../../src/jobs/dead-letter.js';
+import { DLQ_HEADERS } from '../../src/jobs/dead-letters/dead-letter.js';
 import { paymentEventId } from '../../src/payments/payment-event-id.js';
 import { createLogger } from '../../src/platform/telemetry/logger.js';
-import { replayDeadLetters } from '../../src/settlement/replay-dead-letters.js';
+import { replayDeadLetters } from '../../src/jobs/dead-letters/replay-dead-letters.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import {
   createSettlementHarness,

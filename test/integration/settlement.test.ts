@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Acquirer } from '../../src/acquirer/acquirer.js';
 import { createAcquirerSimulator } from '../../src/acquirer/acquirer-simulator.js';
 import { paymentEventId } from '../../src/payments/payment-event-id.js';
-import { DLQ_HEADERS } from '../../src/jobs/dead-letter.js';
-import { replayDeadLetters } from '../../src/settlement/replay-dead-letters.js';
+import { DLQ_HEADERS } from '../../src/jobs/dead-letters/dead-letter.js';
+import { replayDeadLetters } from '../../src/jobs/dead-letters/replay-dead-letters.js';
 import { createLogger } from '../../src/platform/telemetry/logger.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import {

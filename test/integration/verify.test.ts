@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DLQ_HEADERS } from '../../src/jobs/dead-letter.js';
+import { DLQ_HEADERS } from '../../src/jobs/dead-letters/dead-letter.js';
 import { toKafkaRecord } from '../../src/outbox/cloud-event.js';
 import { paymentEventId } from '../../src/payments/payment-event-id.js';
 import { createIdempotentProducer, publish } from '../../src/platform/kafka/kafka.js';

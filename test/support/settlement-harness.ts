@@ -23,11 +23,11 @@ import { createPlatform, type Platform } from '../../src/platform/lifecycle/plat
 import { newPaymentResource } from '../../src/payments/payment-resource.js';
 import { testConfig, uniqueSuffix, type TestDatabase } from './isolation.js';
 import { v7 as uuidv7 } from 'uuid';
-import type { DeadLetterOutbox } from '../../src/jobs/dead-letter-job.js';
+import type { DeadLetterOutbox } from '../../src/jobs/dead-letters/dead-letter-job.js';
 import {
   createDeadLetterPublisher,
   type DeadLetterPublisher,
-} from '../../src/jobs/dead-letter-store.js';
+} from '../../src/jobs/dead-letters/dead-letter-store.js';
 
 /**
  * Settings that make retries and leases fast enough for tests, not different in kind: the lease

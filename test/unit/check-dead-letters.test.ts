@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DLQ_HEADERS, REPLAY_TOKEN_HEADER } from '../../src/jobs/dead-letter.js';
+import { DLQ_HEADERS, REPLAY_TOKEN_HEADER } from '../../src/jobs/dead-letters/dead-letter.js';
 import type { ConsumedRecord } from '../../src/platform/kafka/kafka.js';
 import { checkDeadLetterReasons, checkDeadLetters } from '../../tools/verify/check-dead-letters.js';
 import { createDeadLetterLog, createEventLog } from '../../tools/verify/event-log.js';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DLQ_HEADERS, toDeadLetter } from '../../src/jobs/dead-letter.js';
+import { DLQ_HEADERS, toDeadLetter } from '../../src/jobs/dead-letters/dead-letter.js';
 
 describe('toDeadLetter', () => {
   const record = {

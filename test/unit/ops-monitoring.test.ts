@@ -7,7 +7,7 @@ import '../../src/http/http-metrics.js';
 import '../../src/outbox/outbox-metrics.js';
 import '../../src/jobs/job-metrics.js';
 import '../../src/jobs/lease-lost.js';
-import '../../src/jobs/dead-letter-metrics.js';
+import '../../src/jobs/dead-letters/dead-letter-metrics.js';
 import '../../src/acquirer/acquirer-metrics.js';
 import '../../src/platform/lifecycle/readiness-metrics.js';
 import '../../src/refunds/refund-metrics.js';

@@ -10,7 +10,7 @@ import {
   otlpProtocol,
   traceExporterNames,
 } from '../../src/platform/telemetry/tracing-env.js';
-import { toDeadLetter } from '../../src/jobs/dead-letter.js';
+import { toDeadLetter } from '../../src/jobs/dead-letters/dead-letter.js';
 
 const TRACEPARENT = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
 const event = {

@@ -4,13 +4,13 @@ import type {
   ConsumedRecord,
   KafkaClient,
   ProducerRecord,
-} from '../platform/kafka/kafka.js';
-import { createIdempotentProducer, publish, readTopicToEnd } from '../platform/kafka/kafka.js';
-import type { Queryable } from '../platform/database/db.js';
-import type { Logger } from '../platform/telemetry/logger.js';
-import { readReplayableDeadLetters } from '../jobs/dead-letter-rows.js';
-import { traceContextHeaders } from '../outbox/trace-context.js';
-import { DLQ_HEADERS, REPLAY_TOKEN_HEADER } from '../jobs/dead-letter.js';
+} from '../../platform/kafka/kafka.js';
+import { createIdempotentProducer, publish, readTopicToEnd } from '../../platform/kafka/kafka.js';
+import type { Queryable } from '../../platform/database/db.js';
+import type { Logger } from '../../platform/telemetry/logger.js';
+import { readReplayableDeadLetters } from './dead-letter-rows.js';
+import { traceContextHeaders } from '../../outbox/trace-context.js';
+import { DLQ_HEADERS, REPLAY_TOKEN_HEADER } from './dead-letter.js';
 
 export interface ReplayRequest {
   dlqTopic: string;

@@ -1,8 +1,8 @@
-import { withTransaction, type Pool } from '../platform/database/db.js';
+import { withTransaction, type Pool } from '../../platform/database/db.js';
 import { toDeadLetter, type SourceRecord } from './dead-letter.js';
 import { storeDeadLetter } from './dead-letter-store.js';
-import { markJobDead } from './job-store.js';
-import type { ClaimedJob, Failure, JobTable } from './job-table.js';
+import { markJobDead } from '../job-store.js';
+import type { ClaimedJob, Failure, JobTable } from '../job-table.js';
 
 /** Where a process keeps its dead letters (dead-letter-store) and who sends them. */
 export interface DeadLetterOutbox {

@@ -1,5 +1,5 @@
-import { traceContextHeaders } from '../outbox/trace-context.js';
-import type { ConsumedRecord, ProducerRecord } from '../platform/kafka/kafka.js';
+import { traceContextHeaders } from '../../outbox/trace-context.js';
+import type { ConsumedRecord, ProducerRecord } from '../../platform/kafka/kafka.js';
 
 /** Where a consumed record came from: kept with its job so a dead letter can carry it. */
 export interface SourceRecord {

@@ -1,4 +1,4 @@
-import type { Queryable } from '../platform/database/db.js';
+import type { Queryable } from '../../platform/database/db.js';
 
 /** A dead letter as stored in `dead_letters` (dead-letter-store), with its event id. */
 export interface StoredLetterRow {

@@ -1,5 +1,5 @@
 import { Counter } from 'prom-client';
-import { metricsRegistry } from '../platform/telemetry/metrics.js';
+import { metricsRegistry } from '../../platform/telemetry/metrics.js';
 
 /**
  * Dead letters sent, of every job kind (settlement and refunds) and of poison records. The

@@ -1,6 +1,6 @@
-import type { Pool, Queryable } from '../platform/database/db.js';
-import type { ProducerRecord } from '../platform/kafka/kafka.js';
-import type { Logger } from '../platform/telemetry/logger.js';
+import type { Pool, Queryable } from '../../platform/database/db.js';
+import type { ProducerRecord } from '../../platform/kafka/kafka.js';
+import type { Logger } from '../../platform/telemetry/logger.js';
 
 /**
  * Dead letters kept in the database until the dead-letter topic has them (migration 0021,

@@ -1,5 +1,5 @@
-import { createRelayProducer } from '../outbox/relay-kafka.js';
-import { publish, type KafkaClient } from '../platform/kafka/kafka.js';
+import { createRelayProducer } from '../../outbox/relay-kafka.js';
+import { publish, type KafkaClient } from '../../platform/kafka/kafka.js';
 import type { SendDeadLetters } from './dead-letter-store.js';
 
 /** The dead-letter publisher's Kafka producer: transactional, replaced after a failed send. */
