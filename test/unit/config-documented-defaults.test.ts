@@ -22,7 +22,11 @@ async function documentedDefaults(): Promise<Map<string, string | undefined>> {
       defaults.set(variable, undefined);
       continue;
     }
-    // One code span holding the value (`` is the empty value, an empty list).
+    if (defaultCell === 'empty') {
+      defaults.set(variable, '');
+      continue;
+    }
+    // One code span holding the value.
     const literal = /^`([^`]*)`$/.exec(defaultCell)?.[1];
     if (literal === undefined) {
       throw new Error(`${variable}'s default is not one literal value: ${defaultCell}`);

@@ -80,6 +80,8 @@ function splitAtBlock(page: string): { before: string; after: string } {
 
 function showDefault(value: unknown): string {
   if (value === undefined) return 'unset';
+  // An empty code span would print as two backticks.
+  if (value === '' || (Array.isArray(value) && value.length === 0)) return 'empty';
   if (typeof value === 'boolean') return `\`${String(value)}\``;
   if (Array.isArray(value)) return `\`${value.join(',')}\``;
   if (typeof value === 'string' || typeof value === 'number') return `\`${String(value)}\``;

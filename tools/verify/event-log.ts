@@ -1,5 +1,5 @@
 import type { ConsumedRecord } from '../../src/platform/kafka/kafka.js';
-import { DLQ_HEADERS, REPLAY_TOKEN_HEADER } from '../../src/jobs/dead-letter.js';
+import { DLQ_HEADERS, REPLAY_TOKEN_HEADER } from '../../src/jobs/dead-letters/dead-letter.js';
 
 /** Where one copy of an event sits on the topic. */
 export interface EventCopy {

@@ -34,7 +34,7 @@ export const DLQ_HEADERS = {
 /**
  * Set by `dlq:replay` on the records it puts back on the payments topic: one random token per
  * replay run. Only a copy carrying a token its dead job has not seen revives the job; a stray
- * duplicate of `payment.created` never does (record 53).
+ * duplicate of `payment.created` never does (DESIGN 50).
  */
 export const REPLAY_TOKEN_HEADER = 'dlq_replay_token';
 
