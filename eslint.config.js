@@ -7,6 +7,7 @@ export default tseslint.config(
     ignores: [
       'dist/',
       'dist-tools/',
+      'dist-examples/',
       'node_modules/',
       '.stack/',
       'coverage/',
