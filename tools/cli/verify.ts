@@ -74,7 +74,7 @@ async function main(): Promise<number> {
       process.stderr.write(
         drain.drained
           ? `verify: pipeline drained after ${drain.waitedSeconds} s\n`
-          : `verify: still ${drain.unsettled} unsettled payments, ${drain.unpublished} unpublished outbox rows and ${drain.undelivered} pending webhook deliveries after ${wait} s\n`,
+          : `verify: still ${drain.unsettled} unsettled payments, ${drain.unpublished} unpublished outbox rows, ${drain.undelivered} pending webhook deliveries and ${drain.unsentLetters} unsent dead letters after ${wait} s\n`,
       );
     }
     await admin?.connect();

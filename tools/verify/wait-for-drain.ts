@@ -8,6 +8,12 @@ export interface DrainState {
   unpublished: number;
   /** Webhook deliveries of those payments' events still pending (being retried). */
   undelivered: number;
+  /**
+   * Dead letters of those payments stored but not yet on the dead-letter topic: a dead job's
+   * letter is published after its commit, so without this a verify right after a drain could
+   * judge the letter missing.
+   */
+  unsentLetters: number;
 }
 
 export async function readDrainState(db: Queryable, scope: VerifyScope): Promise<DrainState> {
@@ -21,16 +27,18 @@ export async function readDrainState(db: Queryable, scope: VerifyScope): Promise
             (SELECT count(*) FROM outbox o JOIN scope s ON s.id = o.aggregate_id
               WHERE o.published_at IS NULL AND o.parked_at IS NULL)::int AS unpublished,
             (SELECT count(*) FROM webhook_deliveries d JOIN scope s ON s.id = d.payment_id
-              WHERE d.status = 'pending')::int AS undelivered`,
+              WHERE d.status = 'pending')::int AS undelivered,
+            (SELECT count(*) FROM dead_letters l JOIN scope s ON s.id::text = l.message_key
+              WHERE l.published_at IS NULL)::int AS "unsentLetters"`,
     scopeParameters(scope),
   );
-  return rows[0] ?? { unsettled: 0, unpublished: 0, undelivered: 0 };
+  return rows[0] ?? { unsettled: 0, unpublished: 0, undelivered: 0, unsentLetters: 0 };
 }
 
 /**
  * Lets the pipeline finish before judging it: polls until every payment in scope is terminal or
- * dead-lettered, every outbox row is published and every webhook delivery of their events is
- * delivered or failed, or `seconds` have passed. Resolves with the
+ * dead-lettered with its letter on the topic, every outbox row is published and every webhook
+ * delivery of their events is delivered or failed, or `seconds` have passed. Resolves with the
  * last state seen and how long it waited.
  */
 export async function waitForDrain(
@@ -43,7 +51,11 @@ export async function waitForDrain(
   for (;;) {
     const state = await readDrainState(db, scope);
     const waitedSeconds = Math.round((Date.now() - started) / 100) / 10;
-    const drained = state.unsettled === 0 && state.unpublished === 0 && state.undelivered === 0;
+    const drained =
+      state.unsettled === 0 &&
+      state.unpublished === 0 &&
+      state.undelivered === 0 &&
+      state.unsentLetters === 0;
     if (drained || Date.now() - started >= seconds * 1000)
       return { ...state, drained, waitedSeconds };
     await new Promise((resolve) => setTimeout(resolve, pollMs));
