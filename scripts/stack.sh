@@ -299,7 +299,7 @@ EOF
 }
 
 # Idempotent: the owner login (migrations; CREATEDB for the test suite), one login per process
-# kind (api, relay, settlement, webhooks, acquirer; grants in migrations/0009) and the database, passwords re-set
+# kind (api, relay, settlement, webhooks, acquirer; grants in src/platform/database/service-grants.ts) and the database, passwords re-set
 # every time. Local-development passwords: each login's password is its name.
 pg_bootstrap() {
   psql -X -q -v ON_ERROR_STOP=1 -h "$PG_SOCK" -p "$PG_PORT" -U postgres -d postgres \

@@ -67,8 +67,8 @@ log "migrating"
 node dist/cli/migrate.js
 
 if [[ $single == false ]]; then
-  # Settlement calls the acquirer process: its login loses the acquirer's books (a migration
-  # that re-runs grant_service_roles() gives them back, so this runs after every migration).
+  # Settlement calls the acquirer process: its login loses the acquirer's books (recorded, so
+  # later migration runs leave them out; calling it again is harmless).
   psql -X -q -v ON_ERROR_STOP=1 -d "$MIGRATION_DATABASE_URL" -c 'CALL acquirer_books_own_login()'
   export ACQUIRER_URL="${ACQUIRER_URL:-http://127.0.0.1:${ACQUIRER_PORT:-3100}}"
 fi

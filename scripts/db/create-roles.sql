@@ -7,7 +7,7 @@
 --
 --   owner                 runs the migrations and owns the database and its tables; CREATEDB
 --                         so the test suite can clone a database per test file.
---   payments_api          the API processes             (grants: migrations/0009)
+--   payments_api          the API processes             (grants: src/platform/database/service-grants.ts)
 --   payments_relay        the outbox relay processes
 --   payments_settlement   the settlement processes
 --   payments_webhooks     the webhook delivery processes

@@ -9,8 +9,9 @@ import { createTestDatabase, testConfig, type TestDatabase } from '../support/is
 
 /**
  * The acquirer's books on its own login, durably (migration 0026): once
- * acquirer_books_own_login() is called, settlement's login stays without them whatever
- * re-runs grant_service_roles() (every later migration does), until acquirer_books_shared().
+ * acquirer_books_own_login() is called, settlement's login stays without them whatever migration
+ * run follows (each applies service-grants.ts, DESIGN 116), until acquirer_books_shared() and the
+ * next migration run.
  */
 
 const logger = createLogger(testConfig({ LOG_LEVEL: 'silent' }), { service: 'test' });
@@ -51,14 +52,14 @@ const WRITE_CALLS = `INSERT INTO acquirer_simulator_calls
 const PERMISSION_DENIED = '42501';
 
 describe('acquirer_books_own_login()', () => {
-  it('when it was called and grant_service_roles() runs again, then settlement is still refused the books and the acquirer keeps them', async () => {
+  it('when it was called and migrations run again, then settlement is still refused the books and the acquirer keeps them', async () => {
     const db = await database();
     expect(await attempt(db, 'settlement', READ_CHARGES)).toBe('ok');
 
     await db.pool.query('CALL acquirer_books_own_login()');
-    // What every later migration does.
-    await db.pool.query('CALL grant_service_roles()');
-    await db.pool.query('CALL grant_service_roles()');
+    // Every later migration run applies the grants again.
+    await applyMigrations(db.url, logger);
+    await applyMigrations(db.url, logger);
 
     expect(await attempt(db, 'settlement', READ_CHARGES)).toBe(PERMISSION_DENIED);
     expect(await attempt(db, 'settlement', WRITE_CALLS)).toBe(PERMISSION_DENIED);
@@ -68,14 +69,14 @@ describe('acquirer_books_own_login()', () => {
     expect(await attempt(db, 'settlement', 'SELECT count(*) FROM settlement_jobs')).toBe('ok');
   });
 
-  it('when it is called twice and then acquirer_books_shared(), then settlement has the books again, also after grant_service_roles()', async () => {
+  it('when it is called twice and then acquirer_books_shared() and a migration run, then settlement has the books again', async () => {
     const db = await database();
     await db.pool.query('CALL acquirer_books_own_login()');
     await db.pool.query('CALL acquirer_books_own_login()');
     expect(await attempt(db, 'settlement', READ_CHARGES)).toBe(PERMISSION_DENIED);
 
     await db.pool.query('CALL acquirer_books_shared()');
-    await db.pool.query('CALL grant_service_roles()');
+    await applyMigrations(db.url, logger);
 
     expect(await attempt(db, 'settlement', READ_CHARGES)).toBe('ok');
     expect(await attempt(db, 'settlement', WRITE_CALLS)).toBe('ok');
@@ -105,7 +106,7 @@ describe('acquirer_books_own_login()', () => {
 
     expect(applied.some((name) => name.startsWith('0026_'))).toBe(true);
     expect(await attempt(db, 'settlement', READ_CHARGES)).toBe(PERMISSION_DENIED);
-    await db.pool.query('CALL grant_service_roles()');
+    await applyMigrations(db.url, logger);
     expect(await attempt(db, 'settlement', READ_CHARGES)).toBe(PERMISSION_DENIED);
   });
 });

@@ -42,6 +42,13 @@ describe('the migration linter (squawk via tools/lint/migration-lint.ts, `npm ru
     );
   });
 
+  it('when a migration after the grants file grants, then it is a violation at that line', () => {
+    const report = lintMigrations(filesOf('grants'), { root: ROOT });
+    expect(report.violations.map((v) => [v.rule, v.line])).toEqual([
+      ['grant-outside-grants-file', 6],
+    ]);
+  });
+
   it('when the migrations follow the rules (CONCURRENTLY, NOT VALID then VALIDATE), then none is a violation', () => {
     const report = lintMigrations(filesOf('under-load'), { root: ROOT });
     expect(report).toEqual({ violations: [], staleExceptions: [], excepted: 0 });

@@ -74,7 +74,41 @@ function squawk(file: string, options: LintOptions): LintFinding[] {
     rule: v.rule_name,
     message: v.message,
   }));
-  return [...findings, ...concurrentlyInTransaction(text, shown)];
+  return [
+    ...findings,
+    ...concurrentlyInTransaction(text, shown),
+    ...grantsOutsideGrantsFile(text, shown),
+  ];
+}
+
+/**
+ * The first migration after grants moved to src/platform/database/service-grants.ts (DESIGN
+ * 116): the runner applies that list after every run, so older files' grants are overridden.
+ */
+export const FIRST_WITHOUT_GRANTS = '0031';
+
+/**
+ * This linter's own rule: from FIRST_WITHOUT_GRANTS on, a migration grants nothing (GRANT,
+ * REVOKE, the old grant_service_roles()); a privilege is a line of service-grants.ts.
+ */
+function grantsOutsideGrantsFile(text: string, shown: string): LintFinding[] {
+  if (path.basename(shown) < FIRST_WITHOUT_GRANTS) return [];
+  return upSection(text)
+    .split('\n')
+    .flatMap((line, index) =>
+      !/^\s*--/.test(line) &&
+      (/^\s*(GRANT|REVOKE)\s/i.test(line) || /\bCALL\s+grant_service_roles\b/i.test(line))
+        ? [
+            {
+              file: shown,
+              line: index + 1,
+              rule: 'grant-outside-grants-file',
+              message:
+                'grants live in src/platform/database/service-grants.ts, applied by the runner after every run: add the privilege there',
+            },
+          ]
+        : [],
+    );
 }
 
 /**

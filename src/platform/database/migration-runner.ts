@@ -6,6 +6,7 @@ import pg from 'pg';
 import { fullJitterDelay } from '../resilience/backoff.js';
 import { MIGRATION_DEFAULTS } from '../config/migration-settings.js';
 import type { Logger } from '../telemetry/logger.js';
+import { applyServiceGrants } from './apply-grants.js';
 import { createSqlLoader } from './migration-loader.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -42,7 +43,15 @@ export interface MigrateOptions {
   migrationsTable?: string;
   /** The wait before retry n (1-based); full jitter from 1 s doubling to 30 s unless given. */
   retryDelayMs?: (retry: number) => number;
+  /**
+   * Apply the service logins' grants (service-grants.ts) after the migrations; by default only
+   * for migrations/ itself, not for another directory's fixtures.
+   */
+  grants?: boolean;
 }
+
+/** The name the grants step goes by in a retry's log line or a final 55P03. */
+export const GRANTS_STEP = 'service grants (src/platform/database/service-grants.ts)';
 
 export interface MigrateResult {
   applied: string[];
@@ -60,6 +69,7 @@ export function isLockNotGranted(error: unknown): boolean {
  * marked `-- migrate: no-transaction`) with lock_timeout and statement_timeout set for it, under
  * node-pg-migrate's advisory lock so two migrators wait for each other. A migration refused a
  * lock is retried after a backoff, logging one line per retry; what committed stays committed.
+ * Then, pending migrations or not, the service logins get exactly their grants (DESIGN 116).
  */
 export async function applyMigrations(
   databaseUrl: string,
@@ -150,6 +160,10 @@ async function runOnce(
       ],
       logger: runnerLogger(logger),
     });
+    if (options.grants ?? options.dir === undefined) {
+      onStart(GRANTS_STEP);
+      await applyServiceGrants(client, settings, logger);
+    }
     return applied.map((migration) => migration.name);
   } finally {
     await client.end();
