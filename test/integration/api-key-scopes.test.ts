@@ -207,9 +207,13 @@ describe('restricted API keys', () => {
   });
 
   it('when a restricted key is refused, then no Redis command ran for it: its merchant has no rate-limit bucket until a request is allowed', async () => {
-    const other = await api.merchant('Refused only', BENCH_TIER.name);
+    // A slow tier: one spent token takes a second to come back, so the bucket key lives that
+    // long (a full bucket's key expires at once).
+    const slow = { name: 'scoped-slow', ratePerSecond: 1, burst: 100 };
+    await defineTier(db.pool, slow);
+    const other = await api.merchant('Refused only', slow.name);
     const { apiKey } = await createApiKey(db.pool, other.id, { scopes: READ_ONLY_SCOPES });
-    const bucket = `${api.platform.config.REDIS_KEY_PREFIX}rl:merchant:${BENCH_TIER.name}:${other.id}`;
+    const bucket = `${api.platform.config.REDIS_KEY_PREFIX}rl:merchant:${slow.name}:${other.id}`;
     expectRefused(
       await post('/payments', apiKey, { amount: 500, currency: 'EUR' }, randomUUID()),
       'payments:write',
