@@ -12,6 +12,7 @@ export const ERRORS = {
   invalid_encoding: { status: 400, title: 'Request body is not valid UTF-8' },
   validation_failed: { status: 400, title: 'Request validation failed' },
   unauthorized: { status: 401, title: 'Missing or invalid API key' },
+  insufficient_scope: { status: 403, title: 'The API key lacks the scope this request needs' },
   not_found: { status: 404, title: 'Not found' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
   idempotency_key_in_use: {

@@ -1,6 +1,7 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { Queryable } from '../platform/database/db.js';
 import { displayParts, generateApiKey, hashApiKey } from './api-key.js';
+import type { Scope } from './api-key-scopes.js';
 
 /** A key as it may be listed: never the secret, never its hash. */
 export interface ApiKeyInfo {
@@ -13,6 +14,8 @@ export interface ApiKeyInfo {
   createdAt: Date;
   expiresAt: Date | null;
   revokedAt: Date | null;
+  /** null: a secret key ("sk_"), every scope; else a restricted key ("rk_") with these. */
+  scopes: readonly string[] | null;
 }
 
 interface ApiKeyRow {
@@ -24,9 +27,11 @@ interface ApiKeyRow {
   created_at: Date;
   expires_at: Date | null;
   revoked_at: Date | null;
+  scopes: string[] | null;
 }
 
-const COLUMNS = 'id, merchant_id, prefix, last_four, label, created_at, expires_at, revoked_at';
+const COLUMNS =
+  'id, merchant_id, prefix, last_four, label, created_at, expires_at, revoked_at, scopes';
 
 function toInfo(row: ApiKeyRow): ApiKeyInfo {
   return {
@@ -38,20 +43,27 @@ function toInfo(row: ApiKeyRow): ApiKeyInfo {
     createdAt: row.created_at,
     expiresAt: row.expires_at,
     revokedAt: row.revoked_at,
+    scopes: row.scopes,
   };
 }
 
-/** Creates a live key for `merchantId`; the plain key is returned once and never stored. */
+/**
+ * Creates a live key for `merchantId`; the plain key is returned once and never stored. With
+ * `scopes` (at least one) it is a restricted key ("rk_") that may do only those; without, a
+ * secret key ("sk_") that may do everything.
+ */
 export async function createApiKey(
   db: Queryable,
   merchantId: string,
-  options: { label?: string; expiresAt?: Date } = {},
+  options: { label?: string; expiresAt?: Date; scopes?: readonly Scope[] } = {},
 ): Promise<ApiKeyInfo & { apiKey: string }> {
-  const apiKey = generateApiKey();
+  const scopes = options.scopes ?? null;
+  if (scopes !== null && scopes.length === 0) throw new Error('a restricted key needs a scope');
+  const apiKey = generateApiKey(scopes === null ? 'secret' : 'restricted');
   const { prefix, lastFour } = displayParts(apiKey);
   const { rows } = await db.query<ApiKeyRow>(
-    `INSERT INTO api_keys (id, merchant_id, key_hash, prefix, last_four, label, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLUMNS}`,
+    `INSERT INTO api_keys (id, merchant_id, key_hash, prefix, last_four, label, expires_at, scopes)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`,
     [
       uuidv7(),
       merchantId,
@@ -60,6 +72,7 @@ export async function createApiKey(
       lastFour,
       options.label ?? null,
       options.expiresAt ?? null,
+      scopes === null ? null : [...scopes],
     ],
   );
   const row = rows[0];

@@ -1,20 +1,25 @@
 import { createHash, randomBytes } from 'node:crypto';
 
-/** Recognisable in logs and secret scanners; the rest is 256 random bits. */
-const API_KEY_PREFIX = 'sk_';
+/**
+ * Recognisable in logs and secret scanners; the rest is 256 random bits. A secret key ("sk_")
+ * may do everything, a restricted key ("rk_") only its scopes (api-key-scopes.ts). The prefix
+ * tells people which is which; what a key may do is decided by its row (scopes), never by it.
+ */
+export type ApiKeyKind = 'secret' | 'restricted';
+const API_KEY_PREFIX: Readonly<Record<ApiKeyKind, string>> = { secret: 'sk_', restricted: 'rk_' };
 
 /**
- * Characters of a key shown for display, at each end: "sk_" and four random characters, and
- * the last four. The 35 hidden characters still hold 210 random bits.
+ * Characters of a key shown for display, at each end: "sk_" (or "rk_") and four random
+ * characters, and the last four. The 35 hidden characters still hold 210 random bits.
  */
-const DISPLAY_PREFIX_LENGTH = API_KEY_PREFIX.length + 4;
+const DISPLAY_PREFIX_LENGTH = 3 + 4;
 const DISPLAY_SUFFIX_LENGTH = 4;
 
-/** Every key this service has issued: "sk_" and 32 random bytes in base64url (43 characters). */
-const API_KEY_FORMAT = /^sk_[A-Za-z0-9_-]{43}$/;
+/** Every key this service has issued: "sk_" or "rk_" and 32 random bytes in base64url (43 characters). */
+const API_KEY_FORMAT = /^[sr]k_[A-Za-z0-9_-]{43}$/;
 
-export function generateApiKey(): string {
-  return `${API_KEY_PREFIX}${randomBytes(32).toString('base64url')}`;
+export function generateApiKey(kind: ApiKeyKind = 'secret'): string {
+  return `${API_KEY_PREFIX[kind]}${randomBytes(32).toString('base64url')}`;
 }
 
 /**

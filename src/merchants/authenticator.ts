@@ -1,6 +1,6 @@
 import type { Queryable } from '../platform/database/db.js';
 import { isWellFormedApiKey } from './api-key.js';
-import { findMerchantByApiKey, type Merchant } from './merchant-repository.js';
+import { findMerchantByApiKey, type KeyHolder } from './merchant-repository.js';
 
 /** Enough for thousands of active merchants per process; beyond it the oldest entry goes. */
 const MAX_CACHED_KEYS = 10_000;
@@ -9,16 +9,16 @@ const MAX_CACHED_UNKNOWN_KEYS = 10_000;
 
 export interface Authenticator {
   /**
-   * The merchant of a live key, or null; answers from memory while the key is cached, and
-   * without any lookup for a string that is not shaped like a key.
+   * The merchant of a live key with the key's scopes, or null; answers from memory while the
+   * key is cached, and without any lookup for a string that is not shaped like a key.
    */
-  authenticate: (apiKey: string) => Promise<Merchant | null>;
+  authenticate: (apiKey: string) => Promise<KeyHolder | null>;
   /** True when `apiKey` would be answered from memory (no database work). */
   isCached: (apiKey: string) => boolean;
 }
 
 /**
- * Resolves an API key to its merchant (and tier). Hits are cached for `ttlMs`, never past the
+ * Resolves an API key to its merchant (and tier) and the key's scopes. Hits are cached for `ttlMs`, never past the
  * key's own expiry, so a revoked key stops working on every replica within `ttlMs` and a replay
  * served from Redis never touches Postgres. Unknown keys are cached for `negativeTtlMs`, so a
  * client repeating a wrong key costs one lookup per interval, not one per request. A string
@@ -30,10 +30,10 @@ export function createAuthenticator(
   negativeTtlMs: number,
   now: () => number = Date.now,
 ): Authenticator {
-  const known = new Map<string, { merchant: Merchant; expiresAt: number }>();
+  const known = new Map<string, { merchant: KeyHolder; expiresAt: number }>();
   const unknown = new Map<string, number>();
 
-  const lookup = (apiKey: string): Merchant | null | undefined => {
+  const lookup = (apiKey: string): KeyHolder | null | undefined => {
     const hit = known.get(apiKey);
     if (hit && hit.expiresAt > now()) return hit.merchant;
     const miss = unknown.get(apiKey);

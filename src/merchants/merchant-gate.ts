@@ -7,9 +7,10 @@ import type {
   RatePolicy,
 } from '../rate-limits/rate-limiter.js';
 import { apiKeyPrefix } from './api-key.js';
+import { holdsScope, scopeForMethod, type ResourceScopes } from './api-key-scopes.js';
 import type { Authenticator } from './authenticator.js';
-import { RateLimited, Unauthenticated } from './gate-errors.js';
-import type { Merchant } from './merchant-repository.js';
+import { InsufficientScope, RateLimited, Unauthenticated } from './gate-errors.js';
+import type { KeyHolder, Merchant } from './merchant-repository.js';
 
 export interface MerchantGateDeps {
   authenticator: Authenticator;
@@ -40,8 +41,10 @@ export interface PeekedLocals {
 const BEARER = /^bearer +([\x21-\x7e]{1,200})$/i;
 
 /**
- * Authentication and rate limits in front of every merchant route (/payments, its refunds,
- * /refunds), before any payment or refund work (DESIGN 35). Sets `res.locals.merchant`:
+ * Authentication, scopes and rate limits in front of every merchant route (/payments, its
+ * refunds, /refunds, /webhook_endpoints), before any payment or refund work (DESIGN 35). Each
+ * router names the `scopes` of its resource family where it mounts the gate: a GET or HEAD needs
+ * the read scope, any other method the write scope (DESIGN 115). Sets `res.locals.merchant`:
  * 1. The key is checked first: from this process's cache, else one indexed lookup (a string not
  *    shaped like a key, or one looked up in vain within the negative TTL, costs none). A valid
  *    key is never refused for failures, its own or anyone's: not behind a load balancer whose
@@ -49,10 +52,13 @@ const BEARER = /^bearer +([\x21-\x7e]{1,200})$/i;
  * 2. Only a failed authentication is counted, against its client address, then (while the
  *    address is under its limit) against the presented key prefix. It is 401, or 429 with
  *    Retry-After when the address or the prefix had already used up its failures.
+ * 2b. A valid key without the request's scope is 403 `insufficient_scope`, checked against the
+ *    scopes cached with the merchant (one AND): before the bucket, so a refusal costs no Redis
+ *    command, reads no cached response and writes nothing.
  * 3. The merchant's tier bucket, shared by every replica through Redis, is spent next; its
  *    RateLimit fields are set on the response, so every answer after this point carries them.
  */
-export function merchantGate(deps: MerchantGateDeps): RequestHandler {
+export function merchantGate(deps: MerchantGateDeps, scopes: ResourceScopes): RequestHandler {
   const byAddress = deps.unauthenticatedPolicy;
   const byPrefix: RatePolicy = { ...byAddress, name: `${byAddress.name}-key-prefix` };
 
@@ -116,8 +122,15 @@ export function merchantGate(deps: MerchantGateDeps): RequestHandler {
 
   return async (req: Request, res: Response, next: NextFunction) => {
     const apiKey = BEARER.exec(req.headers.authorization ?? '')?.[1] ?? null;
-    const merchant: Merchant | null = apiKey ? await deps.authenticator.authenticate(apiKey) : null;
+    const merchant: KeyHolder | null = apiKey
+      ? await deps.authenticator.authenticate(apiKey)
+      : null;
     if (!merchant) throw await failed(req.ip ?? 'unknown', apiKey);
+    const needed = scopeForMethod(scopes, req.method);
+    if (!holdsScope(merchant.scopes, needed)) {
+      req.ctx.bind({ merchant_id: merchant.id });
+      throw new InsufficientScope(needed);
+    }
     const decision = await spendMerchantBucket(req, res, merchant);
     res.set(rateLimitHeaders(merchant.tier, decision));
     if (!decision.allowed) {

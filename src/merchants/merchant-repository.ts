@@ -1,6 +1,7 @@
 import { v7 as uuidv7 } from 'uuid';
 import { withTransaction, type Pool, type Queryable } from '../platform/database/db.js';
 import { hashApiKey } from './api-key.js';
+import { scopeMask, type ScopeMask } from './api-key-scopes.js';
 import { createApiKey } from './api-key-repository.js';
 
 /** A merchant's rate-limit tier: a token bucket of `ratePerSecond` sustained, `burst` at once. */
@@ -14,6 +15,11 @@ export interface Merchant {
   id: string;
   name: string;
   tier: Tier;
+}
+
+/** A merchant as one of its keys presents it: with what that key may do (api-key-scopes.ts). */
+export interface KeyHolder extends Merchant {
+  scopes: ScopeMask;
 }
 
 /** The tier every new merchant gets unless told otherwise (seeded by migration 0008). */
@@ -69,13 +75,13 @@ export async function setMerchantTier(
 }
 
 /**
- * The merchant of a live key (not revoked, not expired) with its tier, and when the key
- * expires so a cache never keeps it longer.
+ * The merchant of a live key (not revoked, not expired) with its tier and the key's scopes, and
+ * when the key expires so a cache never keeps it longer.
  */
 export async function findMerchantByApiKey(
   db: Queryable,
   apiKey: string,
-): Promise<(Merchant & { keyExpiresAt: Date | null }) | null> {
+): Promise<(KeyHolder & { keyExpiresAt: Date | null }) | null> {
   const { rows } = await db.query<{
     id: string;
     name: string;
@@ -83,9 +89,10 @@ export async function findMerchantByApiKey(
     rate_per_second: number;
     burst: number;
     expires_at: Date | null;
+    scopes: string[] | null;
   }>({
     name: 'merchants.find-by-key',
-    text: `SELECT m.id, m.name, t.name AS tier, t.rate_per_second, t.burst, k.expires_at
+    text: `SELECT m.id, m.name, t.name AS tier, t.rate_per_second, t.burst, k.expires_at, k.scopes
            FROM api_keys k
            JOIN merchants m ON m.id = k.merchant_id
            JOIN rate_limit_tiers t ON t.name = m.tier
@@ -99,6 +106,7 @@ export async function findMerchantByApiKey(
     id: row.id,
     name: row.name,
     tier: { name: row.tier, ratePerSecond: row.rate_per_second, burst: row.burst },
+    scopes: scopeMask(row.scopes),
     keyExpiresAt: row.expires_at,
   };
 }

@@ -3,6 +3,7 @@ import { allowOnly } from '../http/allow-only.js';
 import { ApiError } from '../http/api-error.js';
 import { jsonBody, requireKeyAndJson } from '../http/json-body.js';
 import { validate } from '../http/validate.js';
+import { resourceScopes } from '../merchants/api-key-scopes.js';
 import {
   merchantGate,
   type MerchantGateDeps,
@@ -88,7 +89,8 @@ export function paymentsRouter(deps: PaymentsRouterDeps): Router {
   // Before authentication: a method the path does not have is 405 whoever asks.
   router.all('/payments', allowOnly('GET, HEAD, POST'));
   router.all('/payments/:id', allowOnly('GET, HEAD'));
-  router.use('/payments', merchantGate(deps));
+  // Scopes: GET and HEAD need payments:read, POST payments:write (refunds have their own).
+  router.use('/payments', merchantGate(deps, resourceScopes('payments')));
   router.post('/payments', requireKeyAndJson, parseJson, createPaymentHandler(deps.createPayment));
   router.get('/payments/:id', getPaymentHandler(deps.db));
   router.get('/payments', listPaymentsHandler(deps.db));

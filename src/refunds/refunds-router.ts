@@ -3,6 +3,7 @@ import { allowOnly } from '../http/allow-only.js';
 import { ApiError } from '../http/api-error.js';
 import { jsonBody, requireKeyAndJson } from '../http/json-body.js';
 import { validate } from '../http/validate.js';
+import { resourceScopes } from '../merchants/api-key-scopes.js';
 import {
   merchantGate,
   type MerchantGateDeps,
@@ -116,7 +117,8 @@ export function refundsRouter(deps: RefundsRouterDeps): Router {
   // Before authentication: a method the path does not have is 405 whoever asks.
   router.all('/payments/:id/refunds', allowOnly('GET, HEAD, POST'));
   router.all('/refunds/:id', allowOnly('GET, HEAD'));
-  router.use(['/payments/:id/refunds', '/refunds'], merchantGate(deps));
+  // Scopes: GET and HEAD need refunds:read, POST refunds:write (payments:* is not enough).
+  router.use(['/payments/:id/refunds', '/refunds'], merchantGate(deps, resourceScopes('refunds')));
   router.post(
     '/payments/:id/refunds',
     requireKeyAndJson,

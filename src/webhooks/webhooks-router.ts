@@ -1,5 +1,6 @@
 import { Router } from 'express';
 import { allowOnly } from '../http/allow-only.js';
+import { resourceScopes } from '../merchants/api-key-scopes.js';
 import { merchantGate } from '../merchants/merchant-gate.js';
 import { createWebhookEndpointService } from './create-webhook-endpoint.js';
 import { createReplayService } from './replay-webhook-events.js';
@@ -28,7 +29,9 @@ const ALLOWED_METHODS: readonly (readonly [path: string, allow: string])[] = [
 export function webhooksRouter(deps: WebhooksRouterDeps): Router {
   const router = Router();
   for (const [path, allow] of ALLOWED_METHODS) router.all(path, allowOnly(allow));
-  router.use('/webhook_endpoints', merchantGate(deps));
+  // Scopes: GET and HEAD need webhooks:read; create, update, delete, rotate_secret, retry and
+  // replay need webhooks:write.
+  router.use('/webhook_endpoints', merchantGate(deps, resourceScopes('webhooks')));
   const createEndpoint = createWebhookEndpointService({
     pool: deps.db,
     createOnce: deps.createOnce,

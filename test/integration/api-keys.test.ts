@@ -156,6 +156,62 @@ describe('merchant:key and merchant:tier commands', () => {
     ).toBeNull();
   });
 
+  it('when a read-only key is created, then it is an rk_ key with the read scopes, --scopes adds to them, and an unknown scope is refused naming it', async () => {
+    const merchant = await createMerchantRow(db, 'Scoped CLI');
+    const created = await cli('merchant-key', ['create', '--merchant', merchant, '--read-only']);
+    expect(created.code).toBe(0);
+    const key = JSON.parse(created.stdout) as { api_key: string; prefix: string; scopes: unknown };
+    expect(key.api_key).toMatch(/^rk_[A-Za-z0-9_-]{43}$/);
+    expect(key.prefix).toBe(key.api_key.slice(0, 7));
+    expect(key.scopes).toEqual(['payments:read', 'refunds:read', 'webhooks:read']);
+    const holder = await createAuthenticator(db.login('api'), 0, 0).authenticate(key.api_key);
+    expect(holder?.id).toBe(merchant);
+
+    const support = await cli('merchant-key', [
+      'create',
+      '--merchant',
+      merchant,
+      '--read-only',
+      '--scopes',
+      'refunds:write',
+    ]);
+    expect(JSON.parse(support.stdout)).toMatchObject({
+      scopes: ['payments:read', 'refunds:read', 'refunds:write', 'webhooks:read'],
+    });
+    const listed = await cli('merchant-key', ['list', '--merchant', merchant]);
+    expect(listed.stdout.trimEnd().split('\n')).toHaveLength(2);
+
+    const bad = await cli('merchant-key', [
+      'create',
+      '--merchant',
+      merchant,
+      '--scopes',
+      'payments:read,webhooks:manage',
+    ]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('--scopes: unknown scope "webhooks:manage"');
+    // Refused before any row: the two keys above are all the merchant has.
+    const { rows } = await db.pool.query('SELECT 1 FROM api_keys WHERE merchant_id = $1', [
+      merchant,
+    ]);
+    expect(rows).toHaveLength(2);
+  });
+
+  it('when a key row claims sk_ with scopes, or rk_ without, then the table refuses it', async () => {
+    const merchant = await createMerchantRow(db, 'Constraint');
+    const insert = (prefix: string, scopes: string[] | null) =>
+      db.pool.query(
+        `INSERT INTO api_keys (id, merchant_id, key_hash, prefix, scopes)
+         VALUES (gen_random_uuid(), $1, $2, $3, $4)`,
+        [merchant, hashApiKey(generateApiKey()), prefix, scopes],
+      );
+    await expect(insert('sk_abcd', ['payments:read'])).rejects.toThrow(/api_keys_prefix/);
+    await expect(insert('rk_abcd', null)).rejects.toThrow(/api_keys_prefix/);
+    await expect(insert('rk_abcd', [])).rejects.toThrow(/api_keys_scopes_known/);
+    await expect(insert('rk_abcd', ['payments:admin'])).rejects.toThrow(/api_keys_scopes_known/);
+    await insert('rk_abcd', ['payments:read']);
+  });
+
   it('when merchant:key gets an unknown merchant or no command, then it exits 1 with one line', async () => {
     const unknown = await cli('merchant-key', [
       'create',

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ERRORS } from '../../src/http/api-error.js';
 import { buildOpenApiDocument } from '../../src/apps/api/openapi.js';
+import { SCOPES } from '../../src/merchants/api-key-scopes.js';
 
 interface Doc {
   openapi: string;
@@ -19,6 +20,26 @@ interface Doc {
 
 describe('buildOpenApiDocument', () => {
   const doc = buildOpenApiDocument() as unknown as Doc;
+
+  it('when generated, then every operation states its scope: the read scope of its resource for GET, the write scope otherwise, and a 403 insufficient_scope', () => {
+    const stated: string[] = [];
+    for (const [path, operations] of Object.entries(doc.paths)) {
+      const resource = path.startsWith('/webhook_endpoints')
+        ? 'webhooks'
+        : path.includes('refunds')
+          ? 'refunds'
+          : 'payments';
+      for (const [method, operation] of Object.entries(operations)) {
+        const op = operation as unknown as { security: unknown; 'x-required-scope': string };
+        const scope = `${resource}:${method === 'get' ? 'read' : 'write'}`;
+        expect(op['x-required-scope'], `${method} ${path}`).toBe(scope);
+        expect(op.security).toEqual([{ apiKey: [scope] }]);
+        expect(documentedCodes(operation.responses)['403']).toEqual(['insufficient_scope']);
+        stated.push(scope);
+      }
+    }
+    expect(new Set(stated)).toEqual(new Set(SCOPES));
+  });
 
   it('when generated, then it is OpenAPI 3.1 with the payments operations', () => {
     expect(doc.openapi).toBe('3.1.0');
@@ -99,7 +120,11 @@ describe('buildOpenApiDocument', () => {
 
   it('when generated, then each error response of POST /payments names the codes of the brief table', () => {
     const { 404: _notFound, ...brief } = BRIEF_ERROR_TABLE;
-    const expected = { ...brief, 400: [...(brief[400] ?? []), ...INPUT_HARDENING_400].sort() };
+    const expected = {
+      ...brief,
+      ...SCOPE_403,
+      400: [...(brief[400] ?? []), ...INPUT_HARDENING_400].sort(),
+    };
     expect(documentedCodes(doc.paths['/payments']?.post?.responses ?? {})).toEqual(expected);
   });
 
@@ -126,7 +151,7 @@ describe('buildOpenApiDocument', () => {
       const documented = documentedCodes(doc.paths[path]?.[method]?.responses ?? {});
       expect(Object.keys(documented).length).toBeGreaterThan(0);
       for (const [status, codes] of Object.entries(documented)) {
-        expect(BRIEF_ERROR_TABLE[status], `status ${status}`).toEqual(
+        expect({ ...BRIEF_ERROR_TABLE, ...SCOPE_403 }[status], `status ${status}`).toEqual(
           expect.arrayContaining(codes),
         );
       }
@@ -179,6 +204,9 @@ const BRIEF_ERROR_TABLE: Record<string, string[]> = {
   429: ['rate_limited'],
   503: ['service_unavailable'],
 };
+
+/** Beyond the brief's table: a restricted key without the operation's scope (DESIGN 115). */
+const SCOPE_403: Record<string, string[]> = { 403: ['insufficient_scope'] };
 
 /** 400 codes beyond the brief's table: bodies that cannot be read or are not UTF-8 (DESIGN 26). */
 const INPUT_HARDENING_400 = ['invalid_encoding', 'malformed_body'];

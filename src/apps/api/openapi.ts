@@ -20,6 +20,7 @@ import {
   ref,
   type JsonObject,
 } from './openapi-parts.js';
+import { apiKeyScheme, withScopes } from './openapi-scopes.js';
 import {
   createRefundOperation,
   getRefundOperation,
@@ -121,15 +122,15 @@ export function buildOpenApiDocument(): JsonObject {
         '`method_not_allowed` with an Allow header.',
     },
     security: [{ apiKey: [] }],
-    paths: {
+    paths: withScopes({
       '/payments': { post: createPaymentOperation(), get: listPaymentsOperation() },
       '/payments/{id}': { get: getPaymentOperation() },
       '/payments/{id}/refunds': { post: createRefundOperation(), get: listRefundsOperation() },
       '/refunds/{id}': { get: getRefundOperation() },
       ...webhookPaths(),
-    },
+    }),
     components: {
-      securitySchemes: { apiKey: { type: 'http', scheme: 'bearer' } },
+      securitySchemes: { apiKey: apiKeyScheme },
       schemas: components([
         { schema: createPaymentBodySchema, io: 'input' },
         { schema: paymentSchema, io: 'output' },

@@ -10,6 +10,7 @@ export type DomainErrorCode =
   | 'payment_not_refundable'
   | 'refund_exceeds_payment'
   | 'unauthorized'
+  | 'insufficient_scope'
   | 'rate_limited';
 
 /** Base of the errors components throw: a stable code, a message for people, a retry hint. */
