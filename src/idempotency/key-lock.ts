@@ -147,6 +147,16 @@ async function tryAcquire(redlock: Redlock, resources: string[], ttlMs: number) 
   }
 }
 
+/** The Redis key of (merchant, key)'s lock. */
+export function keyLockKey(prefix: string, merchantId: string, key: string): string {
+  return `${prefix}idem:lock:${merchantId}:${key}`;
+}
+
+/** The Redis key of (merchant, key)'s in-flight marker (the holder's fingerprint). */
+export function inFlightMarkerKey(prefix: string, merchantId: string, key: string): string {
+  return `${prefix}idem:inflight:${merchantId}:${key}`;
+}
+
 /**
  * A lock per (merchant, key), taken and held by Redlock (a random value, a TTL, a release that
  * deletes only its own value) on the one Redis. Its acquire script also sets the in-flight marker
@@ -163,9 +173,9 @@ export function createKeyLocks(
   now: () => number = Date.now,
   redlock: Redlock = createKeyRedlock(redis),
 ): KeyLocks {
-  const lockKey = (merchantId: string, key: string) => `${prefix}idem:lock:${merchantId}:${key}`;
+  const lockKey = (merchantId: string, key: string) => keyLockKey(prefix, merchantId, key);
   const inFlightKey = (merchantId: string, key: string) =>
-    `${prefix}idem:inflight:${merchantId}:${key}`;
+    inFlightMarkerKey(prefix, merchantId, key);
 
   const held = (merchantId: string, key: string, lock: Lock): HeldLock => ({
     // Swallows its errors, as it always did: a lock left behind expires on its own.
