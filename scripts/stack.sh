@@ -346,8 +346,30 @@ redis_answers() { [[ "$(redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping 2>/dev/null
 # redis writes its pid file only after binding, so "no pid file yet" is not "dead".
 redis_alive() { [[ ! -f $REDIS_PID ]] || redis_running; }
 
+# The service's Redis users (scripts/redis/acl-users.sh: payments_api with its key patterns and
+# commands, payments for operators), rewritten on every start. The default user stays open
+# (passwordless, every right) here, on loopback: the test suite and this script use it.
+REDIS_ACL="$REDIS_DIR/users.acl"
+redis_write_acl() {
+  (umask 077 && sh "$ROOT_DIR/scripts/redis/acl-users.sh" >"$REDIS_ACL.tmp")
+  mv "$REDIS_ACL.tmp" "$REDIS_ACL"
+}
+
+# A running Redis gets the users too (idempotent: each line resets its user first), whether it
+# was started with the ACL file or, before it existed, without one.
+redis_apply_acl() {
+  local line rules
+  while IFS= read -r line; do
+    rules="${line#user }"
+    # shellcheck disable=SC2086 # the rules are words; none holds a space
+    redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ACL SETUSER $rules >/dev/null ||
+      die "redis: ACL SETUSER ${rules%% *} failed"
+  done <"$REDIS_ACL"
+}
+
 start_redis() {
   mkdir -p "$REDIS_DIR"
+  redis_write_acl
   if redis_running; then
     log "redis already running (pid $(redis_pid))"
   else
@@ -356,12 +378,15 @@ start_redis() {
     fi
     rm -f "$REDIS_PID"
     log "starting redis on 127.0.0.1:$REDIS_PORT"
-    # No config file: everything on the command line; cache only, no persistence.
+    # No config file: everything on the command line (the users in the ACL file); cache only, no
+    # persistence.
     redis-server --daemonize yes --bind 127.0.0.1 --port "$REDIS_PORT" \
       --dir "$REDIS_DIR" --pidfile "$REDIS_PID" --logfile "$REDIS_LOG" \
-      --save "" --appendonly no >/dev/null 9>&- || die "redis-server failed to start"
+      --save "" --appendonly no --aclfile "$REDIS_ACL" >/dev/null 9>&- ||
+      die "redis-server failed to start"
   fi
   wait_for redis redis_answers redis_alive "$REDIS_LOG"
+  redis_apply_acl
 }
 
 stop_redis() {
@@ -594,7 +619,10 @@ cmd_env() {
   for role in api relay settlement webhooks acquirer; do
     echo "export ${role^^}_DATABASE_URL=postgres://payments_$role:payments_$role@$base"
   done
+  # REDIS_URL is the passwordless default user (the test suite, `npm run up`); only the API uses
+  # Redis, on its own user: REDIS_URL=$API_REDIS_URL npm run start:api. The other roles get none.
   echo "export REDIS_URL=redis://127.0.0.1:$REDIS_PORT"
+  echo "export API_REDIS_URL=redis://payments_api:payments_api@127.0.0.1:$REDIS_PORT"
   if [[ " ${SERVICES[*]} " == *" kafka3 "* ]]; then
     echo "export KAFKA_BROKERS=$(k3_brokers)"
   else

@@ -55,7 +55,8 @@ fi
 
 bash scripts/stack.sh start
 # DATABASE_URL / MIGRATION_DATABASE_URL (the owner), API_, RELAY_, SETTLEMENT_,
-# WEBHOOKS_, ACQUIRER_DATABASE_URL (the roles), REDIS_URL, KAFKA_BROKERS of the stack just started
+# WEBHOOKS_, ACQUIRER_DATABASE_URL (the roles), REDIS_URL (the default user) and API_REDIS_URL
+# (the API's Redis user), KAFKA_BROKERS of the stack just started
 # (STACK_DIR and the *_PORT_STACK variables choose which).
 # shellcheck disable=SC1090 # the stack prints the URLs of what it runs
 eval "$(bash scripts/stack.sh env)"
@@ -112,8 +113,15 @@ start_role() {
   local role=$1 port=$2
   shift 2
   # Each process gets its own DATABASE_URL; the migration login's URL is none of its business.
-  local -a env_args=(env -u MIGRATION_DATABASE_URL "DATABASE_URL=${url_of[$role]}"
+  # Redis: the API as its own user (payments_api); the other roles use none and get no URL; the
+  # all-in-one keeps the stack's REDIS_URL (the default user, like its owner login).
+  local -a env_args=(env -u MIGRATION_DATABASE_URL -u API_REDIS_URL "DATABASE_URL=${url_of[$role]}"
     "METRICS_PORT=$port")
+  case "$role" in
+    api) env_args+=("REDIS_URL=$API_REDIS_URL") ;;
+    all) ;;
+    *) env_args=(env -u REDIS_URL "${env_args[@]:1}") ;;
+  esac
   if [[ $pretty == true ]]; then
     local fd
     # Each line prefixed with the role. The prefixer ignores the terminal's signals: it ends when

@@ -11,6 +11,7 @@ type RoleName = 'acquirer' | 'api' | 'relay' | 'settlement' | 'webhooks';
  * Redis is away (REDIS_FAILURE_MODE=open), so Redis is needed only when it fails closed; it never
  * talks to Kafka (the outbox). The relay publishes to Kafka; settlement consumes from it and
  * sends its dead letters there. The acquirer and the webhooks role use neither Redis nor Kafka.
+ * Only the API has a Redis client at all, on its own Redis user (DESIGN 117).
  */
 export function roleDependencies(
   role: RoleName,

@@ -4,10 +4,12 @@ import { startInternalServer } from '../platform/lifecycle/internal-server.js';
 import { createOutageLog } from '../platform/resilience/outage-log.js';
 import { createPlatform } from '../platform/lifecycle/platform.js';
 import { guardLogin } from '../platform/database/privileged-login.js';
+import { guardRedisPermissions, redisUser } from '../platform/redis/redis-permissions.js';
 import { checkReadiness, drainableReadiness } from '../platform/lifecycle/readiness.js';
 import { registerShutdown } from '../platform/lifecycle/shutdown.js';
 import { logSpanExportOutages } from '../platform/telemetry/tracing.js';
 import { startAcquirer } from './acquirer/start-acquirer.js';
+import { apiRedisProbes } from './api/redis-needs.js';
 import { startApi } from './api/start-api.js';
 import { startRelay } from './relay/start-relay.js';
 import { processDependencies } from './role-dependencies.js';
@@ -26,6 +28,8 @@ export type RoleName = keyof typeof starters;
 
 /** The roles that talk to Kafka; the API and the webhooks role never connect to it. */
 const KAFKA_ROLES: readonly RoleName[] = ['relay', 'settlement'];
+/** The only role that uses Redis (DESIGN 117): the others neither connect nor need REDIS_URL. */
+const REDIS_ROLES: readonly RoleName[] = ['api'];
 
 /**
  * The composition root shared by every entry point: config, logger, clients, the requested
@@ -47,6 +51,7 @@ export async function runRoles(roles: readonly RoleName[]): Promise<void> {
   // Only the relay and settlement talk to Kafka; the API and webhooks never connect to it.
   const platform = await createPlatform(config, logger, {
     kafka: roles.some((role) => KAFKA_ROLES.includes(role)),
+    redis: roles.some((role) => REDIS_ROLES.includes(role)),
   });
   const running: Pick<RunningRole, 'close' | 'drain' | 'internalRoutes'>[] = [];
   // The internal /readyz lists every dependency the process has a client for; only those its
@@ -86,6 +91,26 @@ export async function runRoles(roles: readonly RoleName[]): Promise<void> {
       running.push({
         close: () => {
           stopGuard();
+          return Promise.resolve();
+        },
+      });
+    }
+    if (roles.some((role) => REDIS_ROLES.includes(role))) {
+      // The Redis user may run every command the API sends, on its keys (DESIGN 117): at boot,
+      // or once Redis answers. A refusal is the operator's to fix, not a Redis outage to ride out.
+      const stopRedisGuard = await guardRedisPermissions(
+        platform.redis,
+        redisUser(config.REDIS_URL),
+        apiRedisProbes(config.REDIS_KEY_PREFIX),
+        logger,
+        (error) => {
+          logger.fatal(error.message);
+          process.exit(1);
+        },
+      );
+      running.push({
+        close: () => {
+          stopRedisGuard();
           return Promise.resolve();
         },
       });

@@ -43,7 +43,10 @@ export interface KeyLocks {
  * KEYS = the lock's resources and ARGV = [lock value, duration ms], and counts a result equal to
  * the number of resources as success. Our resources are [lock, in-flight marker, request
  * fingerprint] and, for a claim, the response cache key: the fingerprint is data carried in KEYS
- * (one Redis node, no cluster slots), because Redlock's ARGV has no room for it.
+ * (one Redis node, no cluster slots), because Redlock's ARGV has no room for it. It goes as a
+ * name under the API's key patterns (fingerprintCarrier), which the API's Redis user is allowed
+ * (a KEYS entry is checked against the ACL even when never used as a key), and the script keeps
+ * what follows its last colon: the hex fingerprint.
  */
 
 /**
@@ -53,7 +56,7 @@ export interface KeyLocks {
 const ACQUIRE = `
 if KEYS[4] and redis.call('EXISTS', KEYS[4]) == 1 then return 0 end
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  redis.call('SET', KEYS[2], KEYS[3], 'PX', ARGV[2])
+  redis.call('SET', KEYS[2], string.match(KEYS[3], '[^:]*$'), 'PX', ARGV[2])
   return #KEYS
 end
 return 0
@@ -147,6 +150,21 @@ async function tryAcquire(redlock: Redlock, resources: string[], ttlMs: number) 
   }
 }
 
+/** The Redis key of (merchant, key)'s lock. */
+export function keyLockKey(prefix: string, merchantId: string, key: string): string {
+  return `${prefix}idem:lock:${merchantId}:${key}`;
+}
+
+/** A request fingerprint as a KEYS entry (never a key: data for ACQUIRE, see above). */
+export function fingerprintCarrier(prefix: string, fingerprint: string): string {
+  return `${prefix}idem:fp:${fingerprint}`;
+}
+
+/** The Redis key of (merchant, key)'s in-flight marker (the holder's fingerprint). */
+export function inFlightMarkerKey(prefix: string, merchantId: string, key: string): string {
+  return `${prefix}idem:inflight:${merchantId}:${key}`;
+}
+
 /**
  * A lock per (merchant, key), taken and held by Redlock (a random value, a TTL, a release that
  * deletes only its own value) on the one Redis. Its acquire script also sets the in-flight marker
@@ -163,9 +181,9 @@ export function createKeyLocks(
   now: () => number = Date.now,
   redlock: Redlock = createKeyRedlock(redis),
 ): KeyLocks {
-  const lockKey = (merchantId: string, key: string) => `${prefix}idem:lock:${merchantId}:${key}`;
+  const lockKey = (merchantId: string, key: string) => keyLockKey(prefix, merchantId, key);
   const inFlightKey = (merchantId: string, key: string) =>
-    `${prefix}idem:inflight:${merchantId}:${key}`;
+    inFlightMarkerKey(prefix, merchantId, key);
 
   const held = (merchantId: string, key: string, lock: Lock): HeldLock => ({
     // Swallows its errors, as it always did: a lock left behind expires on its own.
@@ -191,7 +209,7 @@ export function createKeyLocks(
     const inFlight = inFlightKey(merchantId, key);
     const lock = await tryAcquire(
       redlock,
-      [lockKey(merchantId, key), inFlight, fingerprint],
+      [lockKey(merchantId, key), inFlight, fingerprintCarrier(prefix, fingerprint)],
       ttlMs,
     );
     if (lock) return { kind: 'acquired', ...held(merchantId, key, lock) };
@@ -203,7 +221,12 @@ export function createKeyLocks(
     async claim(merchantId, key, fingerprint) {
       const cacheKey = responseCacheKey(prefix, merchantId, key);
       const inFlight = inFlightKey(merchantId, key);
-      const resources = [lockKey(merchantId, key), inFlight, fingerprint, cacheKey];
+      const resources = [
+        lockKey(merchantId, key),
+        inFlight,
+        fingerprintCarrier(prefix, fingerprint),
+        cacheKey,
+      ];
       const lock = await tryAcquire(redlock, resources, ttlMs);
       if (lock) return { kind: 'acquired', ...held(merchantId, key, lock) };
       const reply = await inspectScript.run(redis, [cacheKey, inFlight], []);

@@ -57,6 +57,11 @@ export interface RateLimitOptions {
   outage: OutageLog;
 }
 
+/** Where a scope's buckets under a policy live: `<prefix>:<key>` is one bucket (a Redis hash). */
+export function rateBucketPrefix(keyPrefix: string, scope: string, policyName: string): string {
+  return `${keyPrefix}rl:${scope}:${policyName}`;
+}
+
 /** RateLimit alone (the limiter's `limit`). */
 export function createRateLimit(redis: Redis, options: RateLimitOptions): RateLimit {
   return createRateLimiter(redis, options).limit;
@@ -75,7 +80,7 @@ export function createRateLimiter(redis: Redis, options: RateLimitOptions): Rate
 
   /** The bucket's prefix, the way rate-limiter-flexible named it (`<prefix>:<key>` is the bucket). */
   const prefixOf = (scope: string, policy: RatePolicy) =>
-    `${options.keyPrefix}rl:${scope}:${policy.name}`;
+    rateBucketPrefix(options.keyPrefix, scope, policy.name);
 
   const localFor = (scope: string, policy: RatePolicy) => {
     const id = `${scope}:${policy.name}:${policy.ratePerSecond}:${policy.burst}`;

@@ -384,7 +384,7 @@ describe('process entry points', () => {
     },
   );
 
-  it('when the webhooks role runs alone, then its readiness needs Postgres alone (Redis listed, Kafka not probed), and /metrics has its gauges', async () => {
+  it('when the webhooks role runs alone, then its readiness needs Postgres alone (no Redis client, Kafka not probed), and /metrics has its gauges', async () => {
     // A migrated clone: its gauges read the webhook tables.
     const db = await createTestDatabase();
     onTestFinished(() => db.drop());
@@ -398,7 +398,7 @@ describe('process entry points', () => {
     const detailed = await fetch(`${internalUrl}/readyz`);
     expect(detailed.status).toBe(200);
     const body = (await detailed.json()) as { checks: { name: string; status: string }[] };
-    expect(body.checks.map((c) => `${c.name}:${c.status}`)).toEqual(['postgres:up', 'redis:up']);
+    expect(body.checks.map((c) => `${c.name}:${c.status}`)).toEqual(['postgres:up']);
     const webhookJobs = /^jobs\{kind="webhook",state="pending"\} \d+$/m;
     const metrics = await scrapeUntil(`${internalUrl}/metrics`, [webhookJobs]);
     expect(metrics).toMatch(/^webhook_endpoints_disabled\{reason="failing"\} \d+$/m);

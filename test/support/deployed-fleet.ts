@@ -1,5 +1,6 @@
 import type { TestDatabase } from './isolation.js';
 import { testConfig } from './isolation.js';
+import { createApiRedisUser, type RedisRoleUser } from './redis-user.js';
 import { startRoleProcess, type RoleProcess } from './role-process.js';
 import { FAST_SETTLEMENT } from './settlement-harness.js';
 
@@ -20,7 +21,10 @@ export interface DeployedFleet {
   /** http://127.0.0.1:<port> of the acquirer process ('' without one); settlement calls it. */
   acquirerUrl: string;
   processes: Map<FleetRole, RoleProcess>;
-  /** The environment every process got (the shared names: topics, group, Redis prefix). */
+  /**
+   * The environment every process got (the shared names: topics, group, Redis prefix); no
+   * REDIS_URL: only the API has one, its own user's.
+   */
   env: Record<string, string>;
   /** SIGTERM to each process, the API last; resolves with their exit codes. */
   stop: () => Promise<Record<string, number | null>>;
@@ -38,6 +42,8 @@ export function loginUrl(url: string, role: FleetRole): string {
  * The product as deployed on `db`: each role its own process (dist/apps/<role>/main.js) on its
  * own login (payments_api, payments_relay, payments_settlement, payments_webhooks), sharing one
  * set of topics, consumer group and Redis prefix; settlement with the tests' fast retry timings.
+ * The API alone reaches Redis, as its own Redis user (payments_api's rights for this prefix,
+ * test/support/redis-user.ts), on the run's Redis or on the REDIS_URL `perRole.api` gives.
  * `perRole` adds settings to one role (e.g. WEBHOOK_ALLOWED_NETWORKS for api and webhooks).
  * With an `acquirer` role (list it before settlement), settlement calls it (ACQUIRER_URL).
  */
@@ -48,7 +54,6 @@ export async function startDeployedFleet(
 ): Promise<DeployedFleet> {
   const config = testConfig();
   const env: Record<string, string> = {
-    REDIS_URL: config.REDIS_URL,
     REDIS_KEY_PREFIX: config.REDIS_KEY_PREFIX,
     KAFKA_BROKERS: config.KAFKA_BROKERS.join(','),
     KAFKA_TOPIC_PAYMENTS: config.KAFKA_TOPIC_PAYMENTS,
@@ -59,15 +64,18 @@ export async function startDeployedFleet(
     LOG_LEVEL: 'info',
   };
   const processes = new Map<FleetRole, RoleProcess>();
+  let redisUser: RedisRoleUser | undefined;
   const stop = async () => {
     const codes: Record<string, number | null> = {};
     for (const role of [...processes.keys()].reverse())
       codes[role] = (await processes.get(role)?.stop()) ?? null;
+    await redisUser?.drop();
     return codes;
   };
   let apiUrl = '';
   let acquirerUrl = '';
   try {
+    if (roles.includes('api')) redisUser = await createApiRedisUser(config.REDIS_KEY_PREFIX);
     for (const role of roles) {
       const proc = startRoleProcess(`apps/${role}/main.js`, {
         ...env,
@@ -75,6 +83,9 @@ export async function startDeployedFleet(
         ...(role === 'settlement' && acquirerUrl !== '' ? { ACQUIRER_URL: acquirerUrl } : {}),
         ...(role === 'acquirer' ? { ACQUIRER_PORT: '0' } : {}),
         ...perRole[role],
+        ...(role === 'api' && redisUser
+          ? { REDIS_URL: redisUser.url(perRole.api?.REDIS_URL ?? config.REDIS_URL) }
+          : {}),
         DATABASE_URL: loginUrl(db.url, role),
       });
       processes.set(role, proc);

@@ -161,6 +161,16 @@ describe('loadConfig: secrets from files and production defaults', () => {
     },
   );
 
+  it('when NODE_ENV=production and REDIS_URL is the local payments_api Redis user (password = name), then it is refused', () => {
+    const error = errorFor({
+      NODE_ENV: 'production',
+      DATABASE_URL: 'postgres://app:s3cret@db/payments',
+      REDIS_URL: 'redis://payments_api:payments_api@cache:6379',
+    });
+    expect(error.variable).toBe('REDIS_URL');
+    expect(error.message).toContain('built-in development credentials');
+  });
+
   it('when NODE_ENV=production and the credentials are real, then the configuration loads', () => {
     const config = loadConfig(
       { NODE_ENV: 'production', DATABASE_URL_FILE: '/run/secrets/db' },

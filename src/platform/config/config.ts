@@ -37,7 +37,8 @@ export const FILE_SETTINGS = ['DATABASE_URL', 'REDIS_URL'] as const;
 /**
  * The development stack's own user:password pairs (scripts/stack.sh, docker-compose.yml, the
  * defaults above): the owner and the per-process logins (scripts/db/create-roles.sql,
- * password = name). Anyone who read this repository knows them, so production refuses them.
+ * password = name), and the Redis users (scripts/redis/acl-users.sh: payments, payments_api).
+ * Anyone who read this repository knows them, so production refuses them.
  */
 export const BUILT_IN_CREDENTIALS: readonly string[] = [
   'payments:payments',

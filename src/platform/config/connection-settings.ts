@@ -83,7 +83,7 @@ export const connectionSettings = {
   REDIS_URL: urlWithProtocol(['redis:', 'rediss:'], 'redis://host:6379')
     .default('redis://127.0.0.1:6379')
     .describe(
-      'Redis connection URL (response cache, idempotency locks, rate limits); or `REDIS_URL_FILE` naming a file that holds it.',
+      'Redis connection URL of the API (response cache, idempotency locks, rate limits), as its own Redis user (`payments_api`); other roles ignore it. Or `REDIS_URL_FILE` naming a file that holds it.',
     ),
   /**
    * Redis answers in well under a millisecond; a command still unanswered after this long means

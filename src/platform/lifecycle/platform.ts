@@ -11,6 +11,7 @@ export interface Platform {
   config: Config;
   logger: Logger;
   pool: Pool;
+  /** Created on first use: a process without the API never opens a Redis connection. */
   redis: Redis;
   /** Created on first use: a process without a Kafka role never opens a Kafka connection. */
   kafka: KafkaClient;
@@ -28,6 +29,12 @@ export interface PlatformOptions {
    * up or not, so a Kafka outage must not take it out of the load balancer (DESIGN 24).
    */
   kafka: boolean;
+  /**
+   * Whether this process's roles use Redis (the API alone, DESIGN 117). When true the client
+   * connects at start-up and Redis is listed in readiness; when false no client is made (the
+   * process may have no REDIS_URL, nor a Redis user) and Redis is not probed. Default true.
+   */
+  redis?: boolean;
 }
 
 export async function createPlatform(
@@ -36,13 +43,15 @@ export async function createPlatform(
   options: PlatformOptions = { kafka: true },
 ): Promise<Platform> {
   const pool = createPool(config, logger);
-  const redis = createRedis(config, logger);
+  const usesRedis = options.redis ?? true;
+  let redis: Redis | undefined;
+  const redisClient = () => (redis ??= createRedis(config, logger));
   let kafka: KafkaClient | undefined;
   let admin: Admin | undefined;
   const kafkaClient = () => (kafka ??= createKafka(config, logger));
   const adminClient = () =>
     (admin ??= kafkaClient().admin({ retry: { retries: 2, initialRetryTime: 100 } }));
-  await connectRedis(redis, logger);
+  if (usesRedis) await connectRedis(redisClient(), logger);
   if (options.kafka) {
     try {
       await adminClient().connect();
@@ -53,7 +62,7 @@ export async function createPlatform(
   }
   const checks: DependencyCheck[] = [
     { name: 'postgres', check: () => pingPostgres(pool) },
-    { name: 'redis', check: () => pingRedis(redis) },
+    ...(usesRedis ? [{ name: 'redis', check: () => pingRedis(redisClient()) }] : []),
     ...(options.kafka ? [{ name: 'kafka', check: () => pingKafka(adminClient()) }] : []),
   ];
   const unregisterReadiness = registerReadinessProbe(checks);
@@ -61,7 +70,9 @@ export async function createPlatform(
     config,
     logger,
     pool,
-    redis,
+    get redis() {
+      return redisClient();
+    },
     get kafka() {
       return kafkaClient();
     },
@@ -71,7 +82,11 @@ export async function createPlatform(
     checks,
     close: async () => {
       unregisterReadiness();
-      await Promise.allSettled([admin?.disconnect(), closeRedis(redis), pool.end()]);
+      await Promise.allSettled([
+        admin?.disconnect(),
+        redis === undefined ? undefined : closeRedis(redis),
+        pool.end(),
+      ]);
     },
   };
 }
