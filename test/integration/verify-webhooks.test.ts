@@ -146,8 +146,12 @@ describe('npm run verify: webhooks', () => {
   });
 
   it('when an endpoint existed before a result that has no stored event, then it names webhook_event_missing', async () => {
-    await db.pool.query(
-      `UPDATE webhook_endpoints SET created_at = now() - interval '1 hour' WHERE id = $1`,
+    // Put back exactly as it was: the stored events must stay later than the endpoint by more
+    // than the verifier's margin, however long this file has run (a later now() would not be).
+    const { rows: before } = await db.pool.query<{ created_at: Date }>(
+      `UPDATE webhook_endpoints e SET created_at = now() - interval '1 hour'
+         FROM webhook_endpoints old WHERE e.id = $1 AND old.id = e.id
+       RETURNING old.created_at`,
       [endpointId],
     );
     try {
@@ -157,8 +161,9 @@ describe('npm run verify: webhooks', () => {
       expect(result.stdout).toContain('webhook_event_missing x1');
       expect(result.stdout).toContain(paymentEventId(ids.unsent ?? '', 'payment.settled'));
     } finally {
-      await db.pool.query(`UPDATE webhook_endpoints SET created_at = now() WHERE id = $1`, [
+      await db.pool.query(`UPDATE webhook_endpoints SET created_at = $2 WHERE id = $1`, [
         endpointId,
+        before[0]?.created_at,
       ]);
     }
   });
