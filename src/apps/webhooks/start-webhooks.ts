@@ -40,6 +40,7 @@ export function startWebhooks(
     {
       concurrency: config.WEBHOOK_CONCURRENCY,
       endpoint_concurrency: config.WEBHOOK_ENDPOINT_CONCURRENCY,
+      merchant_concurrency: config.WEBHOOK_MERCHANT_CONCURRENCY,
     },
     'webhooks ready',
   );
