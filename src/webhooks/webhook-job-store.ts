@@ -65,6 +65,15 @@ const LEASED_PER_MERCHANT = `SELECT lep.merchant_id AS owner, count(*)::int AS i
    WHERE l.lease_owner IS NOT NULL AND l.locked_until > now()
    GROUP BY lep.merchant_id`;
 
+/**
+ * The endpoints of every merchant with at least `$cap` deliveries leased now (the claim leaves
+ * them out; so does the oldest-due gauge: they wait for their share, not for a worker).
+ */
+export function saturatedEndpointsSql(cap: string): string {
+  return `SELECT o.grp FROM ${MERCHANT_OF} o JOIN (${LEASED_PER_MERCHANT}) h ON h.owner = o.owner
+           WHERE h.in_flight >= ${cap}`;
+}
+
 /** What the claim caps: deliveries in flight per endpoint (this process) and per merchant (all). */
 export interface DeliveryCaps {
   endpoint: number;
