@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { metricsRegistry } from '../../src/platform/telemetry/metrics.js';
+import { registerWebhookEndpointProbe } from '../../src/webhooks/webhook-endpoint-metrics.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import {
   deliveryState,
@@ -59,6 +61,14 @@ async function queueBacklog(merchantId: string, endpointIds: readonly string[], 
   );
 }
 
+/** webhook_oldest_due_delivery_age_seconds as scraped. */
+async function oldestDueSeconds(): Promise<number> {
+  const text = await metricsRegistry.getSingleMetricAsString(
+    'webhook_oldest_due_delivery_age_seconds',
+  );
+  return Number(/ ([\d.e+-]+)\s*$/.exec(text)?.[1] ?? 'NaN');
+}
+
 /** The noisy merchant's deliveries leased now, by any worker. */
 async function leasedOf(merchantId: string): Promise<number> {
   const { rows } = await db.pool.query<{ n: number }>(
@@ -89,6 +99,9 @@ describe('webhook fairness between merchants', () => {
       WEBHOOK_TIMEOUT_MS: '4000',
       WEBHOOK_RETRY_SCHEDULE: '10m',
     };
+    const unregister = registerWebhookEndpointProbe(db.login('webhooks'), 8);
+    // The backlog was due an hour ago and waits for a worker.
+    expect(await oldestDueSeconds()).toBeGreaterThan(3_000);
     const workers = [startTestDelivery(db, settings), startTestDelivery(db, settings)];
     let maxLeased = 0;
     const sampling = { on: true };
@@ -106,6 +119,8 @@ describe('webhook fairness between merchants', () => {
         },
         { timeout: 10_000, interval: 20 },
       );
+      // At its share, the noisy backlog waits for its own slots, not for a worker: no alert.
+      expect(await oldestDueSeconds()).toBeLessThan(60);
       const queuedAt = Date.now();
       const quietIds: string[] = [];
       for (let i = 0; i < 5; i++) {
@@ -128,6 +143,7 @@ describe('webhook fairness between merchants', () => {
       sampling.on = false;
       await sampler;
       await Promise.all(workers.map((w) => w.stop()));
+      unregister();
     }
     // The cap is the fleet's, not each worker's: 2 x 32 slots, 16 x 4 endpoint slots, and the
     // noisy merchant had 8 (a claim racing another worker's may add what that one took: <= 16).
