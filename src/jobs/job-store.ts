@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../platform/database/db.js';
+import { dueSubquery, filterSql, groupValues, type ClaimFilter } from './claim-filter.js';
 import { LeaseLostError, type JobWrite } from './lease-lost.js';
+
+export type { ClaimFilter } from './claim-filter.js';
 import {
   CLAIMABLE_AT,
   type ClaimedJob,
@@ -29,34 +32,6 @@ export interface ClaimLimits {
   limit: number;
   leaseMs: number;
   maxAttempts: number;
-}
-
-/**
- * A kind's extra claim rules (webhooks; settlement and refunds have none): a predicate a due job
- * must also meet, and a cap on the jobs in flight per group (a column of the job table).
- */
-export interface ClaimFilter {
-  /** `AND ...` over the job table's columns, spelled `${table}.column` (trusted SQL, no params). */
-  due?: string;
-  /**
-   * At most `cap` jobs of one `column` value (a uuid column) in flight in this worker, `busy`
-   * counting them (the worker keeps the count: JobHandler.group).
-   */
-  group?: { column: string; cap: number; busy: ReadonlyMap<string, number> };
-}
-
-/** The inner query's extra conditions, and their parameters from `$first`. */
-function filterSql(
-  jobs: JobTable,
-  filter: ClaimFilter | undefined,
-  first: number,
-): { where: string; values: unknown[] } {
-  const group = filter?.group;
-  let where = filter?.due ?? '';
-  if (!group) return { where, values: [] };
-  const saturated = [...group.busy].filter(([, n]) => n >= group.cap).map(([key]) => key);
-  where += ` AND ${jobs.table}.${group.column} <> ALL($${String(first)}::uuid[])`;
-  return { where, values: [saturated] };
 }
 
 /** The job columns of a claimed row, as returned by the claim. */
@@ -99,7 +74,7 @@ export async function claimJobs<R>(
         SET attempts = CASE WHEN due.attempts < $3 THEN j.attempts + 1 ELSE j.attempts END,
             locked_until = now() + make_interval(secs => $2::double precision / 1000),
             lease_owner = $4
-       FROM ${dueSubquery(jobs, extra.where, filter?.group?.column)} due${join.from}
+       FROM ${dueSubquery(jobs, extra.where, filter, 5 + extra.values.length)} due${join.from}
       WHERE j.${idColumn} = due.${idColumn} ${join.where}
       RETURNING j.${idColumn} AS job_id, j.attempts, due.attempts >= $3 AS exhausted,
                 j.last_error_class, j.last_error, j.first_failure_at, j.needs_inquiry,
@@ -121,42 +96,6 @@ export async function claimJobs<R>(
     notSent: row.not_sent,
     row,
   }));
-}
-
-/**
- * The due jobs a claim takes, locked (FOR UPDATE SKIP LOCKED: two workers never take the same
- * one), oldest claimable first, at most $1. With a group cap, the locked candidates are ranked
- * within their group and a group takes only its free slots ($6 groups in flight, $7 their counts,
- * $8 the cap; saturated groups are already excluded by the scan): a window function cannot sit
- * beside FOR UPDATE, so it ranks the locked rows one level up.
- */
-function dueSubquery(jobs: JobTable, where: string, groupColumn: string | undefined): string {
-  const { table, idColumn } = jobs;
-  if (groupColumn === undefined) {
-    return `(SELECT ${idColumn}, attempts FROM ${table}
-              WHERE state = 'pending' AND ${CLAIMABLE_AT} <= now()${where}
-              ORDER BY ${CLAIMABLE_AT} LIMIT $1
-              FOR UPDATE SKIP LOCKED)`;
-  }
-  return `(SELECT ranked.${idColumn}, ranked.attempts
-              FROM (SELECT c.*, row_number() OVER (PARTITION BY c.grp ORDER BY c.claimable_at)
-                             AS grp_rank
-                      FROM (SELECT ${idColumn}, attempts, ${groupColumn} AS grp,
-                                   ${CLAIMABLE_AT} AS claimable_at
-                              FROM ${table}
-                             WHERE state = 'pending' AND ${CLAIMABLE_AT} <= now()${where}
-                             ORDER BY ${CLAIMABLE_AT} LIMIT $1
-                             FOR UPDATE SKIP LOCKED) c) ranked
-              LEFT JOIN unnest($6::uuid[], $7::int[]) AS busy(grp, in_flight)
-                ON busy.grp = ranked.grp
-             WHERE ranked.grp_rank <= $8 - coalesce(busy.in_flight, 0))`;
-}
-
-/** The group cap's parameters ($6-$8), after the saturated groups ($5). */
-function groupValues(filter: ClaimFilter | undefined): unknown[] {
-  const group = filter?.group;
-  if (!group) return [];
-  return [[...group.busy.keys()], [...group.busy.values()], group.cap];
 }
 
 /** Throws LeaseLostError when a write on `job` matched no row (the claim lost the job). */

@@ -1,8 +1,7 @@
-import { lookup as dnsLookup } from 'node:dns';
-import { lookup as dnsLookupAsync } from 'node:dns/promises';
 import type { LookupAddress } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
 import type { LookupFunction } from 'node:net';
+import { resolveHost, type ResolveOptions } from './resolve-host.js';
 
 /** What `checkUrl` says about an endpoint URL. */
 export type UrlVerdict = { ok: true } | { ok: false; reason: string };
@@ -19,14 +18,17 @@ export interface AddressPolicy {
   classify(address: string): string | null;
   /** http(s) only, no userinfo, the host resolved within 2 s and every address allowed. */
   checkUrl(url: string): Promise<UrlVerdict>;
-  /** For http.request: resolves, then refuses (code WEBHOOK_ADDRESS_REFUSED) any disallowed answer. */
+  /**
+   * For http.request: resolves (within 2 s, resolve-host.ts), then refuses (code
+   * WEBHOOK_ADDRESS_REFUSED) any disallowed answer.
+   */
   lookup: LookupFunction;
 }
 
 /** The error code of a connection refused by the policy. */
 export const ADDRESS_REFUSED = 'WEBHOOK_ADDRESS_REFUSED';
 
-/** How long checkUrl waits for the host to resolve. */
+/** How long checkUrl and lookup wait for a host to resolve. */
 export const RESOLVE_TIMEOUT_MS = 2_000;
 
 type Family = 'ipv4' | 'ipv6';
@@ -134,19 +136,11 @@ function refusal(hostname: string, address: string, label: string): NodeJS.Errno
   return error;
 }
 
-function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      reject(new Error(`${what} did not resolve within ${ms} ms`));
-    }, ms);
-  });
-  return Promise.race([work, timeout]).finally(() => {
-    clearTimeout(timer);
-  });
-}
-
-export function createAddressPolicy(allowedNetworks: readonly string[]): AddressPolicy {
+export function createAddressPolicy(
+  allowedNetworks: readonly string[],
+  resolving: Partial<ResolveOptions> = {},
+): AddressPolicy {
+  const resolveOptions: ResolveOptions = { timeoutMs: RESOLVE_TIMEOUT_MS, ...resolving };
   const allowed = new BlockList();
   for (const entry of allowedNetworks) {
     const [network = '', bits = ''] = entry.split('/');
@@ -191,11 +185,7 @@ export function createAddressPolicy(allowedNetworks: readonly string[]): Address
       addresses = [{ address: host, family: isIP(host) }];
     } else {
       try {
-        addresses = await withTimeout(
-          dnsLookupAsync(host, { all: true, verbatim: true }),
-          RESOLVE_TIMEOUT_MS,
-          host,
-        );
+        addresses = await resolveHost(host, resolveOptions);
       } catch {
         return { ok: false, reason: `host ${host} does not resolve` };
       }
@@ -205,11 +195,13 @@ export function createAddressPolicy(allowedNetworks: readonly string[]): Address
   };
 
   const lookup: LookupFunction = (hostname, options, callback) => {
-    dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
+    const answer = (error: NodeJS.ErrnoException | null, all: LookupAddress[]) => {
       if (error) {
         callback(error, '', 0);
         return;
       }
+      const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : options.family;
+      const addresses = family === 4 || family === 6 ? all.filter((a) => a.family === family) : all;
       const refused = refuseAny(hostname, addresses);
       if (refused !== null) {
         callback(refused, '', 0);
@@ -219,7 +211,19 @@ export function createAddressPolicy(allowedNetworks: readonly string[]): Address
         const [first] = addresses;
         callback(null, first?.address ?? '', first?.family ?? 0);
       }
-    });
+    };
+    if (isIP(hostname) !== 0) {
+      answer(null, [{ address: hostname, family: isIP(hostname) }]);
+      return;
+    }
+    resolveHost(hostname, resolveOptions).then(
+      (all) => {
+        answer(null, all);
+      },
+      (error: unknown) => {
+        answer(error instanceof Error ? error : new Error(String(error)), []);
+      },
+    );
   };
 
   return { isAllowed, classify, checkUrl, lookup };

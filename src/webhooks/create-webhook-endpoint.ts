@@ -7,7 +7,11 @@ import type { CreateOutcome } from '../idempotency/replay-stored-response.js';
 import type { Config } from '../platform/config/config.js';
 import type { Pool } from '../platform/database/db.js';
 import type { AddressPolicy } from './address-policy.js';
-import { insertEndpoint, type InsertEndpointResult } from './webhook-endpoint-repository.js';
+import {
+  endpointLimitReached,
+  insertEndpoint,
+  type InsertEndpointResult,
+} from './webhook-endpoint-repository.js';
 import {
   MAX_WEBHOOK_URL_LENGTH,
   WEBHOOK_URL_PATTERN,
@@ -53,7 +57,7 @@ export async function assertUrlAllowed(policy: AddressPolicy, url: string): Prom
 }
 
 /**
- * POST /webhook_endpoints: the URL checked, then the endpoint and its secret written once per
+ * POST /webhook_endpoints: the endpoint limit checked, the URL checked, then the endpoint and its secret written once per
  * Idempotency-Key when one is sent (the same idempotency layer as POST /payments; the stored
  * answer, secret included, is what a retry gets), or simply written when none is.
  */
@@ -64,6 +68,11 @@ export function createWebhookEndpointService(deps: WebhookEndpointServiceDeps) {
     key: string | undefined,
     body: CreateWebhookEndpointBody,
   ): Promise<CreateOutcome> {
+    const max = config.WEBHOOK_MAX_ENDPOINTS_PER_MERCHANT;
+    // The limit first: a merchant at it cannot make the service resolve a host name.
+    if (await endpointLimitReached(pool, merchantId, max, key)) {
+      refuseOverLimit({ kind: 'limit_reached' }, max);
+    }
     await assertUrlAllowed(deps.addressPolicy, body.url);
     const id = uuidv7();
     const createdAt = new Date();
@@ -90,7 +99,6 @@ export function createWebhookEndpointService(deps: WebhookEndpointServiceDeps) {
       secret,
       createdAt,
     };
-    const max = config.WEBHOOK_MAX_ENDPOINTS_PER_MERCHANT;
     if (key === undefined) {
       refuseOverLimit(await insertEndpoint(pool, endpoint, max), max);
       return { status: 201, body: answer, replayed: false };

@@ -9,10 +9,13 @@ import type { ReplayBody, WebhookReplayResource } from './webhook-delivery-schem
 
 /**
  * The replay's one statement: the merchant's stored events in [since, until) that the endpoint
- * subscribes to, oldest first, at most $5; each becomes a pending delivery to the endpoint (an
- * existing delivery, delivered or failed, goes back to pending: same row, same seq, same
- * webhook-id) with its job unless the job is there already. One row more than the bound is read
- * to learn has_more; its instant is next_since (inclusive, so events sharing it come again).
+ * subscribes to, oldest first, at most $5; each becomes a pending delivery to the endpoint with
+ * its job. A new delivery, or one delivered or failed going back to pending (same row, same
+ * webhook-id), takes a new seq in event order: seq is the per-payment order the claim keeps, so
+ * an event stored earlier is never sent after a later one the endpoint had before (DESIGN 119).
+ * A delivery still pending keeps its seq and job. Events of one instant keep the order their
+ * first deliveries were written in (the fan-out's). One row more than the bound is read to
+ * learn has_more; its instant is next_since (inclusive, so events sharing it come again).
  */
 const REPLAY_SQL = `
   WITH endpoint AS (
@@ -28,18 +31,23 @@ const REPLAY_SQL = `
   ), chosen AS (
     SELECT * FROM matching ORDER BY created_at, event_id LIMIT $5::int
   ), delivery AS (
-    INSERT INTO webhook_deliveries (endpoint_id, event_id, payment_id)
-    SELECT $1, event_id, payment_id FROM chosen ORDER BY created_at, event_id
+    INSERT INTO webhook_deliveries AS d (endpoint_id, event_id, payment_id)
+    SELECT $1, c.event_id, c.payment_id FROM chosen c
+     ORDER BY c.created_at,
+              (SELECT min(f.seq) FROM webhook_deliveries f WHERE f.event_id = c.event_id),
+              c.event_id
     ON CONFLICT (endpoint_id, event_id) DO UPDATE
-       SET status = 'pending', failed_reason = NULL, delivered_at = NULL, updated_at = now()
+       SET status = 'pending', failed_reason = NULL, delivered_at = NULL, updated_at = now(),
+           seq = DEFAULT
+     WHERE d.status <> 'pending'
     RETURNING id, endpoint_id, payment_id, seq
   ), job AS (
-    INSERT INTO webhook_delivery_jobs (delivery_id, endpoint_id, payment_id, seq)
+    INSERT INTO webhook_delivery_jobs AS j (delivery_id, endpoint_id, payment_id, seq)
     SELECT id, endpoint_id, payment_id, seq FROM delivery
-    ON CONFLICT (delivery_id) DO NOTHING
+    ON CONFLICT (delivery_id) DO UPDATE SET seq = excluded.seq
     RETURNING delivery_id
   )
-  SELECT (SELECT count(*) FROM delivery)::int AS replayed,
+  SELECT (SELECT count(*) FROM chosen)::int AS replayed,
          (SELECT count(*) FROM matching) > $5::int AS has_more,
          CASE WHEN (SELECT count(*) FROM matching) > $5::int THEN
            (SELECT to_char(max(created_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')

@@ -33,6 +33,7 @@ export type WebhookDeliverySettings = Pick<
   | 'WEBHOOK_RETRY_SCHEDULE'
   | 'WEBHOOK_CONCURRENCY'
   | 'WEBHOOK_ENDPOINT_CONCURRENCY'
+  | 'WEBHOOK_MERCHANT_CONCURRENCY'
   | 'WEBHOOK_LEASE_MS'
   | 'WEBHOOK_POLL_MS'
 > &
@@ -75,7 +76,8 @@ function toOutcome({ result, final }: JobOutcome<ClaimedDelivery, DeliveryFinal>
 
 /**
  * Webhook deliveries on the job engine (kind `webhook`): a claimed delivery (in event order per
- * endpoint and payment, at most WEBHOOK_ENDPOINT_CONCURRENCY in flight per endpoint) is POSTed
+ * endpoint and payment, at most WEBHOOK_ENDPOINT_CONCURRENCY in flight per endpoint in this
+ * process and WEBHOOK_MERCHANT_CONCURRENCY per merchant across the fleet) is POSTed
  * signed; every attempt is recorded (an attempt row, the delivery's last_* columns). 2xx:
  * delivered. 410: the endpoint disabled ('gone') with its pending deliveries. Anything else:
  * retried after the schedule's next step (+-20%, never before a Retry-After), the endpoint's
@@ -87,6 +89,7 @@ export function createWebhookDeliveryWorker(deps: WebhookDeliveryDeps): WebhookD
   const random = deps.random ?? Math.random;
   const schedule = config.WEBHOOK_RETRY_SCHEDULE;
   const cap = config.WEBHOOK_ENDPOINT_CONCURRENCY;
+  const caps = { endpoint: cap, merchant: config.WEBHOOK_MERCHANT_CONCURRENCY };
   const policy = createAddressPolicy(config.WEBHOOK_ALLOWED_NETWORKS);
   const sender = createWebhookSender({ timeoutMs: config.WEBHOOK_TIMEOUT_MS, policy });
 
@@ -121,8 +124,8 @@ export function createWebhookDeliveryWorker(deps: WebhookDeliveryDeps): WebhookD
   const handler: JobHandler<ClaimedDelivery, DeliveryFinal> = {
     jobs: WEBHOOK_JOBS,
     claim: (db: Queryable, limit, leaseMs, maxAttempts, busy) =>
-      claimDeliveries(db, limit, leaseMs, maxAttempts, deliveryClaimFilter(cap, busy)),
-    claimFilter: (busy) => deliveryClaimFilter(cap, busy),
+      claimDeliveries(db, limit, leaseMs, maxAttempts, deliveryClaimFilter(caps, busy)),
+    claimFilter: (busy) => deliveryClaimFilter(caps, busy),
     group: { of: (job) => job.endpointId, cap },
     attempt,
     complete: async (job, final) => {

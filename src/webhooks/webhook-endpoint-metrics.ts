@@ -3,6 +3,7 @@ import { Gauge } from 'prom-client';
 import { CLAIMABLE_AT } from '../jobs/job-table.js';
 import type { Queryable } from '../platform/database/db.js';
 import { metricsRegistry } from '../platform/telemetry/metrics.js';
+import { saturatedEndpointsSql } from './webhook-job-store.js';
 
 /**
  * The webhooks role's view of the endpoints, read from the database when /metrics is scraped:
@@ -32,6 +33,8 @@ interface EndpointStats {
 }
 
 let probeDb: Queryable | undefined;
+/** WEBHOOK_MERCHANT_CONCURRENCY: a merchant with this many leased waits for its share. */
+let probeMerchantCap = 2_147_483_647;
 let last: EndpointStats = { disabled: {}, oldestDue: 0, oldestPending: new Map() };
 let inFlight: Promise<EndpointStats> | undefined;
 
@@ -93,9 +96,10 @@ const DISABLED_QUERY: BoundedQuery = {
 };
 
 /**
- * The claim's own conditions (job-table.ts CLAIMABLE_AT, and the order rule: no earlier seq of
- * the payment pending to the endpoint), so a delivery held back behind an earlier one in retry
- * backoff does not count as waiting for a worker.
+ * The claim's own conditions (job-table.ts CLAIMABLE_AT, the order rule: no earlier seq of the
+ * payment pending to the endpoint, and the merchant's share: DESIGN 118), so a delivery held
+ * back behind an earlier one in retry backoff, or behind its merchant's other deliveries in
+ * flight, does not count as waiting for a worker. $1: the merchant cap.
  */
 const OLDEST_DUE_QUERY: BoundedQuery = {
   text: `SELECT coalesce(extract(epoch FROM now() - min(${CLAIMABLE_AT})), 0)::float8 AS seconds
@@ -104,7 +108,8 @@ const OLDEST_DUE_QUERY: BoundedQuery = {
             AND ${CLAIMABLE_AT} <= now()
             AND NOT EXISTS (SELECT 1 FROM webhook_delivery_jobs e
                              WHERE e.endpoint_id = j.endpoint_id AND e.payment_id = j.payment_id
-                               AND e.seq < j.seq AND e.state = 'pending')`,
+                               AND e.seq < j.seq AND e.state = 'pending')
+            AND j.endpoint_id <> ALL (ARRAY(${saturatedEndpointsSql('$1::int')}))`,
   query_timeout: WEBHOOK_PROBE_TIMEOUT_MS,
 };
 
@@ -127,7 +132,7 @@ const OLDEST_PENDING_QUERY: BoundedQuery = {
 async function read(db: Queryable): Promise<EndpointStats> {
   const [reasons, due, ages] = await Promise.all([
     db.query<{ reason: string; n: number }>(DISABLED_QUERY),
-    db.query<{ seconds: number }>(OLDEST_DUE_QUERY),
+    db.query<{ seconds: number }>({ ...OLDEST_DUE_QUERY, values: [probeMerchantCap] }),
     db.query<{ endpoint_id: string; seconds: number }>(OLDEST_PENDING_QUERY),
   ]);
   return {
@@ -154,10 +159,12 @@ function withTimeout<T>(promise: Promise<T>): Promise<T> {
 
 /**
  * Makes the endpoint gauges read through `db` at scrape time; returns the function that stops
- * it (the last values stay). A later registration replaces an earlier one.
+ * it (the last values stay). A later registration replaces an earlier one. `merchantCap`:
+ * WEBHOOK_MERCHANT_CONCURRENCY (absent: no merchant is ever at its share).
  */
-export function registerWebhookEndpointProbe(db: Queryable): () => void {
+export function registerWebhookEndpointProbe(db: Queryable, merchantCap?: number): () => void {
   probeDb = db;
+  probeMerchantCap = merchantCap ?? 2_147_483_647;
   return () => {
     if (probeDb === db) probeDb = undefined;
   };

@@ -59,6 +59,25 @@ const INSERT_ENDPOINT_WITH_KEY_SQL = `WITH ${endpointAndSecretCtes}, ${keyRecord
 )}
   SELECT record.expires_at FROM endpoint, secret, record`;
 
+/**
+ * The merchant has `maxEndpoints` endpoints already, and `key` (if any) has no record to replay:
+ * a create would be refused, so it is refused before its URL is resolved (DESIGN 118).
+ * insertEndpoint counts again under the merchant's lock; this read only spares the DNS query.
+ */
+export async function endpointLimitReached(
+  pool: Pool,
+  merchantId: string,
+  maxEndpoints: number,
+  key: string | undefined,
+): Promise<boolean> {
+  const { rows } = await pool.query<{ count: number }>(
+    'SELECT count(*)::int AS count FROM webhook_endpoints WHERE merchant_id = $1',
+    [merchantId],
+  );
+  if ((rows[0]?.count ?? 0) < maxEndpoints) return false;
+  return key === undefined || !(await keyRecordExists(pool, merchantId, key));
+}
+
 export type InsertEndpointResult =
   { kind: 'created'; expiresAt: Date | null } | { kind: 'key_taken' } | { kind: 'limit_reached' };
 

@@ -56,9 +56,43 @@ const IN_ORDER = `AND NOT EXISTS (
        AND earlier.payment_id = webhook_delivery_jobs.payment_id
        AND earlier.seq < webhook_delivery_jobs.seq AND earlier.state = 'pending')`;
 
-/** The claim's rules: event order, and at most `cap` deliveries in flight per endpoint. */
-export function deliveryClaimFilter(cap: number, busy: ReadonlyMap<string, number>): ClaimFilter {
-  return { due: IN_ORDER, group: { column: 'endpoint_id', cap, busy } };
+/** Each endpoint's merchant (webhook_endpoints_merchant finds a saturated merchant's). */
+const MERCHANT_OF = '(SELECT id AS grp, merchant_id AS owner FROM webhook_endpoints)';
+
+/** Each merchant's deliveries leased now, by any process (webhook_delivery_jobs_leased). */
+const LEASED_PER_MERCHANT = `SELECT lep.merchant_id AS owner, count(*)::int AS in_flight
+    FROM webhook_delivery_jobs l JOIN webhook_endpoints lep ON lep.id = l.endpoint_id
+   WHERE l.lease_owner IS NOT NULL AND l.locked_until > now()
+   GROUP BY lep.merchant_id`;
+
+/**
+ * The endpoints of every merchant with at least `$cap` deliveries leased now (the claim leaves
+ * them out; so does the oldest-due gauge: they wait for their share, not for a worker).
+ */
+export function saturatedEndpointsSql(cap: string): string {
+  return `SELECT o.grp FROM ${MERCHANT_OF} o JOIN (${LEASED_PER_MERCHANT}) h ON h.owner = o.owner
+           WHERE h.in_flight >= ${cap}`;
+}
+
+/** What the claim caps: deliveries in flight per endpoint (this process) and per merchant (all). */
+export interface DeliveryCaps {
+  endpoint: number;
+  merchant: number;
+}
+
+/**
+ * The claim's rules: event order, at most `caps.endpoint` deliveries in flight per endpoint in
+ * this process, and at most `caps.merchant` per merchant across every process (DESIGN 118).
+ */
+export function deliveryClaimFilter(
+  caps: DeliveryCaps,
+  busy: ReadonlyMap<string, number>,
+): ClaimFilter {
+  return {
+    due: IN_ORDER,
+    group: { column: 'endpoint_id', cap: caps.endpoint, busy },
+    share: { owners: MERCHANT_OF, held: LEASED_PER_MERCHANT, cap: caps.merchant },
+  };
 }
 
 /** Claims up to `limit` due deliveries with their event, endpoint URL and secrets. */

@@ -311,7 +311,7 @@ describe('POST /webhook_endpoints/{id}/replay', () => {
     const e2 = await seedEvent('payment.failed', 40);
     const e3 = await seedEvent('payment.settled', 30);
     const e4 = await seedEvent('payment.failed', 20);
-    // e1 was delivered before: its row goes back to pending (same id, same seq).
+    // e1 was delivered before: its row goes back to pending (same id, a new seq in event order).
     const delivered = await seedDelivery(endpointId, e1, 'delivered', 50);
     const { rows: before } = await db.pool.query<{ seq: string }>(
       'SELECT seq FROM webhook_deliveries WHERE id = $1',
@@ -353,7 +353,8 @@ describe('POST /webhook_endpoints/{id}/replay', () => {
       [e2.eventId, 'pending', true],
       [e3.eventId, 'pending', true],
     ]);
-    expect(afterFirst[0]).toMatchObject({ id: delivered, seq: before[0]?.seq });
+    expect(afterFirst[0]).toMatchObject({ id: delivered });
+    expect(BigInt(afterFirst[0]?.seq ?? 0)).toBeGreaterThan(BigInt(before[0]?.seq ?? 0));
     expect(afterFirst.map((d) => d.event_id)).not.toContain(old.eventId);
     expect(afterFirst.map((d) => d.event_id)).not.toContain(refund.eventId);
 
@@ -408,6 +409,35 @@ describe('POST /webhook_endpoints/{id}/replay', () => {
       endpointId,
     ]);
     expect(jobs.rowCount).toBe(0);
+  });
+
+  it("when an endpoint switched to * is replayed, then a payment's events are queued in event order: the settled one (never sent) before the refund it had already", async () => {
+    await db.pool.query('DELETE FROM webhook_events'); // only this test's events
+    const endpointId = await newEndpoint(['refund.succeeded']);
+    const paymentId = randomUUID();
+    const settled = await seedEvent('payment.settled', 20, paymentId);
+    const refunded = await seedEvent('refund.succeeded', 10, paymentId);
+    await seedDelivery(endpointId, refunded, 'delivered', 10);
+    const patched = await send(api, 'PATCH', `/webhook_endpoints/${endpointId}`, apiKey, {
+      enabled_events: ['*'],
+    });
+    expect(patched.status, patched.text).toBe(200);
+    const since = new Date(Date.now() - 30 * 60_000).toISOString();
+    const until = new Date(Date.now() - 5 * 60_000).toISOString();
+    const replay = await post(
+      `/webhook_endpoints/${endpointId}/replay`,
+      apiKey,
+      { since, until },
+      'replay-order',
+    );
+    expect(replay.status, replay.text).toBe(202);
+    // The claim sends a payment's deliveries to an endpoint in job seq order (DESIGN 91).
+    const { rows } = await db.pool.query<{ event_id: string }>(
+      `SELECT d.event_id FROM webhook_delivery_jobs j JOIN webhook_deliveries d ON d.id = j.delivery_id
+        WHERE j.endpoint_id = $1 AND j.payment_id = $2 ORDER BY j.seq`,
+      [endpointId, paymentId],
+    );
+    expect(rows.map((r) => r.event_id)).toEqual([settled.eventId, refunded.eventId]);
   });
 
   it('when the key is missing, the body invalid, the endpoint foreign or disabled, then problem+json and nothing is queued', async () => {

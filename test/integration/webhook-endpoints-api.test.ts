@@ -256,6 +256,13 @@ describe('POST /webhook_endpoints', () => {
       [merchantId],
     );
     expect(rows[0]?.n).toBe(MAX);
+    // At the limit, the URL is not looked at (its host is not resolved): the limit answers.
+    const unresolved = await post(strict, '/webhook_endpoints', apiKey, {
+      url: 'https://no-such-host.invalid/hooks',
+      enabled_events: ['*'],
+    });
+    expect(unresolved.status, unresolved.text).toBe(409);
+    expect(unresolved.json.code).toBe('webhook_endpoint_limit');
     // Paginated like GET /payments.
     const page = await getJson(api, '/webhook_endpoints?limit=3', apiKey);
     expect(page.json.has_more).toBe(true);

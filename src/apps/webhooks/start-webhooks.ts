@@ -29,7 +29,10 @@ export function startWebhooks(
   const { config, pool } = platform;
   const logger = platform.logger.child({ role: 'webhooks' });
   const delivery = createWebhookDeliveryWorker({ pool, logger, config });
-  const unregisterEndpointProbe = registerWebhookEndpointProbe(pool);
+  const unregisterEndpointProbe = registerWebhookEndpointProbe(
+    pool,
+    config.WEBHOOK_MERCHANT_CONCURRENCY,
+  );
   const unregisterJobProbes = registerJobProbes(pool, options.jobProbeKinds ?? ['webhook']);
   const reaper = startWebhookEventReaper(pool, logger, {
     retentionSeconds: config.WEBHOOK_EVENT_RETENTION_SECONDS,
@@ -40,6 +43,7 @@ export function startWebhooks(
     {
       concurrency: config.WEBHOOK_CONCURRENCY,
       endpoint_concurrency: config.WEBHOOK_ENDPOINT_CONCURRENCY,
+      merchant_concurrency: config.WEBHOOK_MERCHANT_CONCURRENCY,
     },
     'webhooks ready',
   );

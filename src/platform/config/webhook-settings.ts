@@ -60,6 +60,10 @@ export const webhookSettings = {
   WEBHOOK_ENDPOINT_CONCURRENCY: integer(1, 100)
     .default(4)
     .describe('Deliveries in flight to one endpoint per webhooks process.'),
+  /** One merchant's backlog or replay holds at most this many slots of the whole fleet. */
+  WEBHOOK_MERCHANT_CONCURRENCY: integer(1, 1_000)
+    .default(8)
+    .describe('Deliveries in flight for one merchant across all webhooks processes.'),
   /** Must outlast an attempt: boot refuses a lease not above WEBHOOK_TIMEOUT_MS + DATABASE_QUERY_TIMEOUT_MS. */
   WEBHOOK_LEASE_MS: integer(100, 3_600_000)
     .default(30_000)
