@@ -6,6 +6,7 @@ import { createPlatform } from '../platform/lifecycle/platform.js';
 import { guardLogin } from '../platform/database/privileged-login.js';
 import { checkReadiness, drainableReadiness } from '../platform/lifecycle/readiness.js';
 import { registerShutdown } from '../platform/lifecycle/shutdown.js';
+import { secretsKeyRing } from '../platform/secrets/key-ring.js';
 import { logSpanExportOutages } from '../platform/telemetry/tracing.js';
 import { startAcquirer } from './acquirer/start-acquirer.js';
 import { startApi } from './api/start-api.js';
@@ -24,6 +25,9 @@ const starters = {
 } as const;
 export type RoleName = keyof typeof starters;
 
+/** The roles that seal or open webhook signing secrets: only they need SECRETS_KEYS. */
+const KEY_RING_ROLES: readonly RoleName[] = ['api', 'webhooks'];
+
 /** The roles that talk to Kafka; the API and the webhooks role never connect to it. */
 const KAFKA_ROLES: readonly RoleName[] = ['relay', 'settlement'];
 
@@ -35,6 +39,8 @@ export async function runRoles(roles: readonly RoleName[]): Promise<void> {
   let config;
   try {
     config = loadConfig();
+    // NODE_ENV=production without a key ring: one line naming SECRETS_KEYS, before anything starts.
+    if (roles.some((role) => KEY_RING_ROLES.includes(role))) secretsKeyRing(config);
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
