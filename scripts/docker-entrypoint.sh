@@ -7,7 +7,8 @@
 #                               one role per container (the deployed shape; the image's default: api)
 #   all                         every role in one process (needs DB_ALLOW_PRIVILEGED_LOGIN=true)
 #   migrate                     applies migrations/ as MIGRATION_DATABASE_URL, else DATABASE_URL
-#   merchant:create | merchant:key | merchant:tier | dlq:replay    the owner-only CLIs (`-- --help`)
+#   merchant:create | merchant:key | merchant:tier | dlq:replay | secrets:reencrypt
+#                                                                 the owner-only CLIs (`-- --help`)
 #   node | sh                   anything else, e.g. `docker run --rm IMAGE node -v`
 #
 # Service processes run with the flags of SERVICE_NODE_FLAGS (src/platform/lifecycle/service-node-flags.ts;
@@ -27,9 +28,10 @@ case "$role" in
   merchant:key) exec node dist/cli/merchant-key.js "$@" ;;
   merchant:tier) exec node dist/cli/merchant-tier.js "$@" ;;
   dlq:replay) exec node dist/cli/dlq-replay.js "$@" ;;
+  secrets:reencrypt) exec node dist/cli/secrets-reencrypt.js "$@" ;;
   node | sh) exec "$role" "$@" ;;
   *)
-    echo "unknown command: $role (one of: api relay settlement webhooks acquirer all migrate merchant:create merchant:key merchant:tier dlq:replay node sh)" >&2
+    echo "unknown command: $role (one of: api relay settlement webhooks acquirer all migrate merchant:create merchant:key merchant:tier dlq:replay secrets:reencrypt node sh)" >&2
     exit 64
     ;;
 esac

@@ -8,7 +8,8 @@
 #        scripts/stack.sh start  [postgres|redis|kafka ...]   (default: all)
 #        scripts/stack.sh stop   [postgres|redis|kafka ...]   (default: all)
 #        scripts/stack.sh status [postgres|redis|kafka ...]   (exit 0 all running, 3 otherwise)
-#        scripts/stack.sh env    [kafka3]                     (export lines for the app/tests)
+#        scripts/stack.sh env    [kafka3]                     (export lines for the app/tests; makes
+#                                                             the local key ring $STACK_DIR/secrets-keys once)
 #        scripts/stack.sh pid    <service>                    (main pid(s), one a line; exit 3 if none)
 #
 # Optional, never part of "all": kafka3, a three-node Kafka cluster (replication factor 3,
@@ -609,6 +610,21 @@ cmd_status() {
   return "$rc"
 }
 
+# The local key ring of webhook signing secrets (SECRETS_KEYS_FILE, DESIGN 113): one random key,
+# made once (mode 0600, by mktemp) and kept with the stack's data; `ln` publishes it atomically,
+# so two stack.sh runs at once keep the first one's. Deleting it makes the local secrets unreadable.
+secrets_keys_file() {
+  local file="$STACK_DIR/secrets-keys" tmp
+  if [[ ! -s $file ]]; then
+    mkdir -p -m 755 "$STACK_DIR"
+    tmp="$(mktemp "$STACK_DIR/.secrets-keys.XXXXXX")"
+    printf 'local1:%s\n' "$(head -c 32 /dev/urandom | base64 -w0)" >"$tmp"
+    ln "$tmp" "$file" 2>/dev/null || true
+    rm -f "$tmp"
+  fi
+  echo "$file"
+}
+
 cmd_env() {
   local base="127.0.0.1:$PG_PORT/$APP_DB" role
   # DATABASE_URL is the owner: migrations, the test suite (it creates databases) and the
@@ -623,6 +639,7 @@ cmd_env() {
   # Redis, on its own user: REDIS_URL=$API_REDIS_URL npm run start:api. The other roles get none.
   echo "export REDIS_URL=redis://127.0.0.1:$REDIS_PORT"
   echo "export API_REDIS_URL=redis://payments_api:payments_api@127.0.0.1:$REDIS_PORT"
+  echo "export SECRETS_KEYS_FILE=$(secrets_keys_file)"
   if [[ " ${SERVICES[*]} " == *" kafka3 "* ]]; then
     echo "export KAFKA_BROKERS=$(k3_brokers)"
   else

@@ -7,6 +7,7 @@ import { guardLogin } from '../platform/database/privileged-login.js';
 import { guardRedisPermissions, redisUser } from '../platform/redis/redis-permissions.js';
 import { checkReadiness, drainableReadiness } from '../platform/lifecycle/readiness.js';
 import { registerShutdown } from '../platform/lifecycle/shutdown.js';
+import { secretsKeyRing } from '../platform/secrets/key-ring.js';
 import { logSpanExportOutages } from '../platform/telemetry/tracing.js';
 import { startAcquirer } from './acquirer/start-acquirer.js';
 import { apiRedisProbes } from './api/redis-needs.js';
@@ -26,6 +27,9 @@ const starters = {
 } as const;
 export type RoleName = keyof typeof starters;
 
+/** The roles that seal or open webhook signing secrets: only they need SECRETS_KEYS. */
+const KEY_RING_ROLES: readonly RoleName[] = ['api', 'webhooks'];
+
 /** The roles that talk to Kafka; the API and the webhooks role never connect to it. */
 const KAFKA_ROLES: readonly RoleName[] = ['relay', 'settlement'];
 /** The only role that uses Redis (DESIGN 117): the others neither connect nor need REDIS_URL. */
@@ -39,6 +43,8 @@ export async function runRoles(roles: readonly RoleName[]): Promise<void> {
   let config;
   try {
     config = loadConfig();
+    // NODE_ENV=production without a key ring: one line naming SECRETS_KEYS, before anything starts.
+    if (roles.some((role) => KEY_RING_ROLES.includes(role))) secretsKeyRing(config);
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);

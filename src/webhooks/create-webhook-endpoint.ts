@@ -6,9 +6,11 @@ import type { CreateOnce } from '../idempotency/idempotent-create.js';
 import type { CreateOutcome } from '../idempotency/replay-stored-response.js';
 import type { Config } from '../platform/config/config.js';
 import type { Pool } from '../platform/database/db.js';
+import type { KeyRing } from '../platform/secrets/key-ring.js';
 import type { AddressPolicy } from './address-policy.js';
 import {
   endpointLimitReached,
+  findCreatedSecret,
   insertEndpoint,
   type InsertEndpointResult,
 } from './webhook-endpoint-repository.js';
@@ -18,12 +20,14 @@ import {
   type CreateWebhookEndpointBody,
 } from './webhook-endpoint-schemas.js';
 import { toWebhookEndpointResource } from './webhook-resource.js';
-import { newWebhookSecret } from './webhook-secret.js';
+import { newWebhookSecret, openWebhookSecret, sealWebhookSecret } from './webhook-secret.js';
 
 export interface WebhookEndpointServiceDeps {
   pool: Pool;
   createOnce: CreateOnce;
   addressPolicy: AddressPolicy;
+  /** Seals the new secret (SECRETS_KEYS) and opens it for a replay. */
+  keyRing: KeyRing;
   config: Pick<Config, 'WEBHOOK_MAX_ENDPOINTS_PER_MERCHANT' | 'IDEMPOTENCY_KEY_TTL_SECONDS'>;
 }
 
@@ -56,10 +60,18 @@ export async function assertUrlAllowed(policy: AddressPolicy, url: string): Prom
   if (!verdict.ok) throw urlRefused(`The url is refused: ${verdict.reason}.`, verdict.reason);
 }
 
+/** The 201 body: the endpoint and its secret, or `secret: null` (what is stored and cached). */
+function createdBody(resource: object, secret: string | null): string {
+  return JSON.stringify({ ...resource, secret });
+}
+
 /**
- * POST /webhook_endpoints: the endpoint limit checked, the URL checked, then the endpoint and its secret written once per
- * Idempotency-Key when one is sent (the same idempotency layer as POST /payments; the stored
- * answer, secret included, is what a retry gets), or simply written when none is.
+ * POST /webhook_endpoints: the endpoint limit checked, the URL checked, then the endpoint and its
+ * sealed secret written once per Idempotency-Key when one is sent (the same idempotency layer as
+ * POST /payments), or simply written when none is. The stored answer (idempotency_keys and its
+ * Redis copy) has `secret: null`: the answer sent shows the secret, and a replay shows it again,
+ * opened from webhook_endpoint_secrets, while it is the endpoint's current secret; once it was
+ * rotated or the endpoint deleted, a replay answers the stored 201 with `secret: null` (DESIGN 114).
  */
 export function createWebhookEndpointService(deps: WebhookEndpointServiceDeps) {
   const { pool, config } = deps;
@@ -88,7 +100,8 @@ export function createWebhookEndpointService(deps: WebhookEndpointServiceDeps) {
       created_at: createdAt,
       updated_at: createdAt,
     });
-    const answer = JSON.stringify({ ...resource, secret });
+    const stored = createdBody(resource, null);
+    const answer = createdBody(resource, secret);
     const endpoint = {
       id,
       merchantId,
@@ -96,7 +109,7 @@ export function createWebhookEndpointService(deps: WebhookEndpointServiceDeps) {
       description: body.description ?? null,
       enabledEvents: body.enabled_events,
       disabled: body.disabled,
-      secret,
+      secret: sealWebhookSecret(deps.keyRing, id, secret),
       createdAt,
     };
     if (key === undefined) {
@@ -104,12 +117,12 @@ export function createWebhookEndpointService(deps: WebhookEndpointServiceDeps) {
       return { status: 201, body: answer, replayed: false };
     }
     const fingerprint = requestFingerprint('POST', '/webhook_endpoints', body);
-    return deps.createOnce(merchantId, key, fingerprint, async () => {
+    const outcome = await deps.createOnce(merchantId, key, fingerprint, async () => {
       const ttlSeconds = config.IDEMPOTENCY_KEY_TTL_SECONDS;
       const result = await insertEndpoint(pool, endpoint, max, {
         key,
         fingerprint,
-        body: answer,
+        body: stored,
         ttlSeconds,
       });
       if (result.kind === 'key_taken') return null;
@@ -117,11 +130,30 @@ export function createWebhookEndpointService(deps: WebhookEndpointServiceDeps) {
       return {
         fingerprint: fingerprint.toString('hex'),
         status: 201,
-        body: answer,
+        body: stored,
         expiresAt: (result.kind === 'created' ? result.expiresAt : null) ?? createdAt,
       };
     });
+    if (!outcome.replayed) return { ...outcome, body: answer };
+    return { ...outcome, body: await replayedBody(deps, merchantId, outcome.body) };
   };
+}
+
+/**
+ * A replay's body: the stored one with the secret the endpoint was created with while it is
+ * still current, else `secret: null`. A body stored before DESIGN 114 (secret in clear) is
+ * answered the same way.
+ */
+async function replayedBody(
+  deps: Pick<WebhookEndpointServiceDeps, 'pool' | 'keyRing'>,
+  merchantId: string,
+  body: string,
+): Promise<string> {
+  const resource = JSON.parse(body) as { id?: unknown };
+  if (typeof resource.id !== 'string') return createdBody(resource, null);
+  const stored = await findCreatedSecret(deps.pool, merchantId, resource.id);
+  const secret = stored === null ? null : openWebhookSecret(deps.keyRing, resource.id, stored);
+  return createdBody(resource, secret);
 }
 
 function refuseOverLimit(result: InsertEndpointResult, max: number): void {

@@ -10,6 +10,7 @@ import {
 import { LeaseLostError } from '../jobs/lease-lost.js';
 import type { Config } from '../platform/config/config.js';
 import type { Pool, Queryable } from '../platform/database/db.js';
+import { secretsKeyRing, type KeyRing } from '../platform/secrets/key-ring.js';
 import type { Logger } from '../platform/telemetry/logger.js';
 import { createAddressPolicy } from './address-policy.js';
 import {
@@ -23,6 +24,7 @@ import {
 import { parseRetryAfterMs } from './retry-after.js';
 import { webhookMetrics, type WebhookDeliveryOutcome } from './webhook-metrics.js';
 import { scheduleSpanMs, webhookRetryDelayMs } from './webhook-retry-delay.js';
+import { openWebhookSecret } from './webhook-secret.js';
 import { createWebhookSender, type SendResult } from './webhook-sender.js';
 
 /** The settings the delivery worker reads. */
@@ -36,13 +38,16 @@ export type WebhookDeliverySettings = Pick<
   | 'WEBHOOK_MERCHANT_CONCURRENCY'
   | 'WEBHOOK_LEASE_MS'
   | 'WEBHOOK_POLL_MS'
+  | 'NODE_ENV'
 > &
-  Partial<Pick<Config, 'OUTAGE_LOG_INTERVAL_MS'>>;
+  Partial<Pick<Config, 'OUTAGE_LOG_INTERVAL_MS' | 'SECRETS_KEYS'>>;
 
 export interface WebhookDeliveryDeps {
   pool: Pool;
   logger: Logger;
   config: WebhookDeliverySettings;
+  /** Opens the sealed signing secrets; the ring of SECRETS_KEYS when absent. */
+  keyRing?: KeyRing;
   random?: () => number;
 }
 
@@ -92,10 +97,21 @@ export function createWebhookDeliveryWorker(deps: WebhookDeliveryDeps): WebhookD
   const caps = { endpoint: cap, merchant: config.WEBHOOK_MERCHANT_CONCURRENCY };
   const policy = createAddressPolicy(config.WEBHOOK_ALLOWED_NETWORKS);
   const sender = createWebhookSender({ timeoutMs: config.WEBHOOK_TIMEOUT_MS, policy });
+  const keyRing = deps.keyRing ?? secretsKeyRing(config);
 
   async function attempt(job: ClaimedDelivery): Promise<AttemptAnswer<DeliveryFinal>> {
     if (job.endpointDisabled) return { kind: 'final', final: 'endpoint_disabled' };
-    const sent = await sender.send(job);
+    let secrets: string[];
+    try {
+      secrets = job.storedSecrets.map((stored) =>
+        openWebhookSecret(keyRing, job.endpointId, stored),
+      );
+    } catch (error) {
+      // Not sent: a key missing from SECRETS_KEYS is the operator's to fix; retried as scheduled.
+      const message = error instanceof Error ? error.message : String(error);
+      return { kind: 'failure', failure: { errorClass: 'secret_unavailable', message } };
+    }
+    const sent = await sender.send({ ...job, secrets });
     webhookMetrics.duration.observe({ result: resultLabel(sent) }, sent.latencyMs / 1_000);
     const status = sent.statusCode;
     const delivered = status !== null && status >= 200 && status < 300;

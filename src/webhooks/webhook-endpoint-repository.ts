@@ -5,7 +5,9 @@ import {
   type PoolClient,
   type Queryable,
 } from '../platform/database/db.js';
+import type { Sealed } from '../platform/secrets/key-ring.js';
 import { ENDPOINT_COLUMNS, type EndpointRow } from './webhook-resource.js';
+import { storedSecretOf, type StoredSecret, type StoredSecretColumns } from './webhook-secret.js';
 
 /** Every statement on webhook_endpoints and webhook_endpoint_secrets the API runs. */
 
@@ -16,7 +18,8 @@ export interface NewEndpoint {
   description: string | null;
   enabledEvents: string[];
   disabled: boolean;
-  secret: string;
+  /** The signing secret, sealed under the key ring: never written in clear. */
+  secret: Sealed;
   createdAt: Date;
 }
 
@@ -35,8 +38,8 @@ const endpointAndSecretCtes = `endpoint AS (
             CASE WHEN $6::boolean THEN 'merchant' END, $7::timestamptz, $7::timestamptz)
     RETURNING id
   ), secret AS (
-    INSERT INTO webhook_endpoint_secrets (endpoint_id, secret, created_at)
-    SELECT id, $8, $7::timestamptz FROM endpoint
+    INSERT INTO webhook_endpoint_secrets (endpoint_id, secret_ciphertext, secret_key_id, created_at)
+    SELECT id, $8::bytea, $9, $7::timestamptz FROM endpoint
     RETURNING endpoint_id
   )`;
 
@@ -48,12 +51,12 @@ const INSERT_ENDPOINT_WITH_KEY_SQL = `WITH ${endpointAndSecretCtes}, ${keyRecord
   'record',
   {
     merchantId: '$2',
-    key: '$9',
-    fingerprint: '$10',
+    key: '$10',
+    fingerprint: '$11',
     status: '201',
-    body: '$11::text',
+    body: '$12::text',
     createdAt: '$7::timestamptz',
-    ttlSeconds: '$12',
+    ttlSeconds: '$13',
   },
   { ifKeyFree: false },
 )}
@@ -111,7 +114,8 @@ export async function insertEndpoint(
       endpoint.enabledEvents,
       endpoint.disabled,
       endpoint.createdAt,
-      endpoint.secret,
+      endpoint.secret.ciphertext,
+      endpoint.secret.keyId,
     ];
     if (!record) {
       await client.query(INSERT_ENDPOINT_SQL, values);
@@ -241,7 +245,7 @@ export async function rotateSecret(
   pool: Pool,
   merchantId: string,
   endpointId: string,
-  secret: string,
+  secret: Sealed,
   graceSeconds: number,
 ): Promise<RotateResult> {
   return withTransaction(pool, async (client) => {
@@ -261,10 +265,30 @@ export async function rotateSecret(
       [endpointId, graceSeconds],
     );
     await client.query(
-      `INSERT INTO webhook_endpoint_secrets (endpoint_id, secret, created_at)
-       VALUES ($1, $2, clock_timestamp())`,
-      [endpointId, secret],
+      `INSERT INTO webhook_endpoint_secrets (endpoint_id, secret_ciphertext, secret_key_id, created_at)
+       VALUES ($1, $2, $3, clock_timestamp())`,
+      [endpointId, secret.ciphertext, secret.keyId],
     );
     return { kind: 'rotated', previousExpiresAt: rows[0]?.expires_at ?? null };
   });
+}
+
+/**
+ * The secret an endpoint was created with, while it is still the current one (not rotated, the
+ * endpoint not deleted): what a replayed create shows. Null otherwise.
+ */
+export async function findCreatedSecret(
+  db: Queryable,
+  merchantId: string,
+  endpointId: string,
+): Promise<StoredSecret | null> {
+  const { rows } = await db.query<StoredSecretColumns>(
+    `SELECT s.secret, s.secret_ciphertext, s.secret_key_id
+       FROM webhook_endpoint_secrets s JOIN webhook_endpoints e ON e.id = s.endpoint_id
+      WHERE e.id = $1 AND e.merchant_id = $2 AND s.created_at = e.created_at
+        AND s.expires_at IS NULL`,
+    [endpointId, merchantId],
+  );
+  const [row] = rows;
+  return row === undefined ? null : storedSecretOf(row);
 }

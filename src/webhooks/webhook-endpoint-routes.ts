@@ -19,7 +19,7 @@ import {
   updateWebhookEndpointBodySchema,
 } from './webhook-endpoint-schemas.js';
 import { toWebhookEndpointResource } from './webhook-resource.js';
-import { newWebhookSecret } from './webhook-secret.js';
+import { newWebhookSecret, sealWebhookSecret } from './webhook-secret.js';
 import type { WebhooksRouterDeps } from './webhooks-router-deps.js';
 
 /** Set by the merchant gate and, when sent, the Idempotency-Key precondition. */
@@ -92,7 +92,8 @@ function rotateHandler(deps: WebhooksRouterDeps) {
     const { merchant } = res.locals as Authenticated;
     const secret = newWebhookSecret();
     const grace = body.expires_in_seconds ?? deps.config.WEBHOOK_SECRET_GRACE_SECONDS;
-    const result = await rotateSecret(deps.db, merchant.id, id, secret, grace);
+    const sealed = sealWebhookSecret(deps.keyRing, id, secret);
+    const result = await rotateSecret(deps.db, merchant.id, id, sealed, grace);
     if (result.kind === 'not_found') throw new ApiError('not_found', `No webhook endpoint ${id}.`);
     res.json({
       secret,

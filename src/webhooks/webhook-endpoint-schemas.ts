@@ -149,7 +149,14 @@ export const SECRET_DESCRIPTION =
   'The signing secret (whsec_ + base64 of 32 bytes), shown only in this answer.';
 
 export const createdWebhookEndpointSchema = webhookEndpointSchema
-  .extend({ secret: z.string().describe(SECRET_DESCRIPTION) })
+  .extend({
+    secret: z
+      .string()
+      .nullable()
+      .describe(
+        `${SECRET_DESCRIPTION} A replay (same Idempotency-Key) shows it again while it is the endpoint's current secret; null once it was rotated or the endpoint deleted.`,
+      ),
+  })
   .meta({ id: 'CreatedWebhookEndpoint' });
 
 export const rotatedSecretSchema = z

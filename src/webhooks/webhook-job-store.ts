@@ -2,6 +2,7 @@ import { claimJobs, ownedJobsCte, type ClaimFilter, type ClaimJoin } from '../jo
 import { WEBHOOK_JOBS, type ClaimedJob, type JobLease } from '../jobs/job-table.js';
 import type { CompletionOutcome } from '../jobs/job-worker.js';
 import type { Queryable } from '../platform/database/db.js';
+import { storedSecretOf, type StoredSecret } from './webhook-secret.js';
 
 /**
  * The webhook delivery jobs' statements beyond the engine's (src/jobs/job-store.ts): the claim's
@@ -18,8 +19,8 @@ export interface ClaimedDelivery extends ClaimedJob {
   url: string;
   /** The event's CloudEvent JSON: the exact bytes sent and signed. */
   body: string;
-  /** Every unexpired secret of the endpoint, newest first. Never logged. */
-  secrets: string[];
+  /** Every unexpired secret of the endpoint as stored (sealed), newest first. Never logged. */
+  storedSecrets: StoredSecret[];
   /** The endpoint was disabled after the delivery was queued: it is failed, not sent. */
   endpointDisabled: boolean;
 }
@@ -31,19 +32,28 @@ interface DeliveryColumns {
   payment_id: string;
   url: string;
   body: string;
-  secrets: string[];
+  /** Three arrays in one order: each secret's clear column, ciphertext and key id. */
+  secrets_clear: (string | null)[];
+  secrets_sealed: (Buffer | null)[];
+  secrets_key_id: (string | null)[];
   endpoint_disabled: boolean;
 }
+
+/** One array of the endpoint's unexpired secrets' `column`, newest first. */
+const secretsArray = (column: string, as: string) =>
+  `ARRAY(SELECT s.${column} FROM webhook_endpoint_secrets s
+          WHERE s.endpoint_id = j.endpoint_id
+            AND (s.expires_at IS NULL OR s.expires_at > now())
+          ORDER BY s.created_at DESC) AS ${as}`;
 
 const CLAIM_JOIN: ClaimJoin = {
   from: ', webhook_deliveries d, webhook_events e, webhook_endpoints ep',
   where: 'AND d.id = j.delivery_id AND e.event_id = d.event_id AND ep.id = j.endpoint_id',
   returning: `j.endpoint_id, e.event_id, e.event_type, j.payment_id, ep.url, e.body,
               ep.disabled_at IS NOT NULL AS endpoint_disabled,
-              ARRAY(SELECT s.secret FROM webhook_endpoint_secrets s
-                     WHERE s.endpoint_id = j.endpoint_id
-                       AND (s.expires_at IS NULL OR s.expires_at > now())
-                     ORDER BY s.created_at DESC) AS secrets`,
+              ${secretsArray('secret', 'secrets_clear')},
+              ${secretsArray('secret_ciphertext', 'secrets_sealed')},
+              ${secretsArray('secret_key_id', 'secrets_key_id')}`,
 };
 
 /**
@@ -118,7 +128,13 @@ export async function claimDeliveries(
     paymentId: row.payment_id,
     url: row.url,
     body: row.body,
-    secrets: row.secrets,
+    storedSecrets: row.secrets_clear.map((secret, index) =>
+      storedSecretOf({
+        secret,
+        secret_ciphertext: row.secrets_sealed[index] ?? null,
+        secret_key_id: row.secrets_key_id[index] ?? null,
+      }),
+    ),
     endpointDisabled: row.endpoint_disabled,
   }));
 }

@@ -36,6 +36,7 @@ export function webhooksRouter(deps: WebhooksRouterDeps): Router {
     pool: deps.db,
     createOnce: deps.createOnce,
     addressPolicy: deps.addressPolicy,
+    keyRing: deps.keyRing,
     config: deps.config,
   });
   const replay = createReplayService({

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BENCH_TIER, defineTier } from '../../src/merchants/tier-repository.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
+import { storedWebhookSecrets } from '../support/stored-webhook-secrets.js';
 import { getJson, send, startTestApi, type Answer, type TestApi } from '../support/test-api.js';
 
 // POST/GET/PATCH/DELETE /webhook_endpoints and rotate_secret against the API logged in as
@@ -92,17 +93,13 @@ describe('POST /webhook_endpoints', () => {
       updated_at: res.json.created_at,
       secret: expect.stringMatching(SECRET) as unknown,
     });
-    const stored = await db.pool.query<{
-      merchant_id: string;
-      secret: string;
-      expires_at: Date | null;
-    }>(
-      `SELECT w.merchant_id, s.secret, s.expires_at FROM webhook_endpoints w
-         JOIN webhook_endpoint_secrets s ON s.endpoint_id = w.id WHERE w.id = $1`,
-      [id],
-    );
-    expect(stored.rows).toEqual([
-      { merchant_id: merchantId, secret: res.json.secret, expires_at: null },
+    const owner = await db.pool.query('SELECT merchant_id FROM webhook_endpoints WHERE id = $1', [
+      id,
+    ]);
+    expect(owner.rows).toEqual([{ merchant_id: merchantId }]);
+    // Sealed under the key ring (DESIGN 113), never in clear.
+    expect(await storedWebhookSecrets(db.pool, id)).toEqual([
+      { secret: res.json.secret, clear: false, expired: null },
     ]);
     const got = await getJson(api, `/webhook_endpoints/${id}`, apiKey);
     expect(got.status).toBe(200);
@@ -376,13 +373,7 @@ describe('/webhook_endpoints/{id}', () => {
     expect(expiresAt).toBeGreaterThan(before + 3_500_000);
     expect(expiresAt).toBeLessThan(Date.now() + 3_700_000);
     const secrets = async () =>
-      (
-        await db.pool.query<{ secret: string; expired: boolean | null }>(
-          `SELECT secret, expires_at <= now() AS expired FROM webhook_endpoint_secrets
-            WHERE endpoint_id = $1 ORDER BY created_at`,
-          [id],
-        )
-      ).rows;
+      (await storedWebhookSecrets(db.pool, id)).map(({ secret, expired }) => ({ secret, expired }));
     expect(await secrets()).toEqual([
       { secret: created.json.secret, expired: false },
       { secret: rotated.json.secret, expired: null },

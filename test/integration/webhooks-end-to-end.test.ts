@@ -19,8 +19,8 @@ import { runVerifyCli } from '../support/verify-cli.js';
  * on their own login; endpoints pointing at local receivers (tools/webhooks/receiver.ts, which
  * verify every signature with standardwebhooks); payments with tok_visa, tok_decline and
  * tok_transient_2 and a refund; a receiver failing the first three attempts of each event; a
- * secret rotation; the loopback refusal without an allowlist; and `npm run verify` on the
- * receivers' receipts.
+ * secret rotation; the loopback refusal without an allowlist; `npm run verify` on the
+ * receivers' receipts; and no secret or API key in any process's log (issue 38).
  */
 
 const LOOPBACK = { WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8,::1/128' };
@@ -279,5 +279,23 @@ describe('webhooks end to end, as deployed', () => {
     expect(report.webhooks.deliveries).toEqual({ total: 9, delivered: 9, pending: 0, failed: 0 });
     // 4 events to the subscribed endpoint, 5 to the failing one (each after three 500s).
     expect(report.webhooks.receipts).toMatchObject({ received: 9, refused: 15, judged: 9 });
+  });
+
+  it('when the run is over, then no process logged a webhook secret or an API key (DESIGN 114)', async () => {
+    // Replayed keyed creates and rotations add answers with secrets to the logged traffic.
+    const again = await call('POST', `${fleet.apiUrl}/webhook_endpoints`, {
+      url: `${ok.origin}/late`,
+      enabled_events: ['*'],
+    });
+    expect(again.status, again.text).toBe(201);
+    const logs = [...fleet.processes.entries()].map(
+      ([role, proc]) => [role, proc.output()] as const,
+    );
+    for (const [role, output] of logs) {
+      expect(output.length, role).toBeGreaterThan(0);
+      expect(output, role).not.toContain('whsec_');
+      expect(output, role).not.toMatch(/\bsk_/);
+      expect(output, role).not.toContain(apiKey);
+    }
   });
 });

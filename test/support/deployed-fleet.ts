@@ -1,5 +1,5 @@
 import type { TestDatabase } from './isolation.js';
-import { testConfig } from './isolation.js';
+import { TEST_SECRETS_KEYS, testConfig } from './isolation.js';
 import { createApiRedisUser, type RedisRoleUser } from './redis-user.js';
 import { startRoleProcess, type RoleProcess } from './role-process.js';
 import { FAST_SETTLEMENT } from './settlement-harness.js';
@@ -82,6 +82,8 @@ export async function startDeployedFleet(
         ...(role === 'settlement' ? FAST_SETTLEMENT : {}),
         ...(role === 'settlement' && acquirerUrl !== '' ? { ACQUIRER_URL: acquirerUrl } : {}),
         ...(role === 'acquirer' ? { ACQUIRER_PORT: '0' } : {}),
+        // As deployed: only the roles that seal or open webhook secrets get the key ring.
+        ...(role === 'api' || role === 'webhooks' ? { SECRETS_KEYS: TEST_SECRETS_KEYS } : {}),
         ...perRole[role],
         ...(role === 'api' && redisUser
           ? { REDIS_URL: redisUser.url(perRole.api?.REDIS_URL ?? config.REDIS_URL) }

@@ -97,6 +97,12 @@ export async function deleteKeysWithPrefix(redis: Redis, prefix: string): Promis
 }
 
 /**
+ * The key ring of this test file's processes (SECRETS_KEYS, DESIGN 113): one random key, the
+ * same for every config and process of the file, so an API seals what a webhooks worker opens.
+ */
+export const TEST_SECRETS_KEYS = `test1:${randomBytes(32).toString('base64')}`;
+
+/**
  * Service configuration for a test: the run's services, this file's database and names. The
  * database login is a process kind's own (the API's unless `DATABASE_URL` says otherwise), as
  * deployed: a DATABASE_URL that logs in as the owner is refused here, so no test can run role
@@ -126,6 +132,7 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     KAFKA_TOPIC_PAYMENTS: uniqueTopic('payments'),
     KAFKA_TOPIC_DLQ: uniqueTopic('dlq'),
     KAFKA_CONSUMER_GROUP: `group-${uniqueSuffix()}`,
+    SECRETS_KEYS: TEST_SECRETS_KEYS,
     ...overrides,
   });
 }

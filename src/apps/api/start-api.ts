@@ -15,6 +15,7 @@ import type { MerchantGateDeps } from '../../merchants/merchant-gate.js';
 import type { Platform } from '../../platform/lifecycle/platform.js';
 import { createRefundService } from '../../refunds/create-refund.js';
 import { createAddressPolicy } from '../../webhooks/address-policy.js';
+import { secretsKeyRing } from '../../platform/secrets/key-ring.js';
 import { roleDependencies } from '../role-dependencies.js';
 import type { RunningRole } from '../running-role.js';
 import { buildApp } from './app.js';
@@ -106,6 +107,7 @@ export async function startApi(
         database: createDatabaseGuard(config.UNAVAILABLE_RETRY_AFTER_SECONDS, postgresOutage),
       }),
       addressPolicy: createAddressPolicy(config.WEBHOOK_ALLOWED_NETWORKS),
+      keyRing: secretsKeyRing(config),
       config,
       bodyLimitBytes: config.HTTP_BODY_LIMIT_BYTES,
     },

@@ -4,6 +4,7 @@ import { createWebhookDeliveryWorker } from '../../webhooks/webhook-delivery-wor
 import type { RunningRole } from '../running-role.js';
 import { registerWebhookEndpointProbe } from '../../webhooks/webhook-endpoint-metrics.js';
 import { startWebhookEventReaper } from '../../webhooks/webhook-event-reaper.js';
+import { countClearSecrets } from '../../webhooks/secret-reencryption.js';
 
 /** How often events past WEBHOOK_EVENT_RETENTION_SECONDS are looked for. */
 const REAP_INTERVAL_MS = 60_000;
@@ -39,6 +40,18 @@ export function startWebhooks(
     intervalMs: REAP_INTERVAL_MS,
   });
   delivery.start();
+  // After an upgrade to migration 0031: a reminder while secrets are still stored in clear.
+  countClearSecrets(pool).then(
+    (clear) => {
+      if (clear > 0) {
+        logger.warn(
+          { clear_secrets: clear },
+          'webhook secrets stored in clear: run `npm run secrets:reencrypt` once no process of the previous release runs',
+        );
+      }
+    },
+    () => undefined,
+  );
   logger.info(
     {
       concurrency: config.WEBHOOK_CONCURRENCY,

@@ -6,6 +6,7 @@ import { ConfigError } from './config-error.js';
 import { migrationSettings } from './migration-settings.js';
 import { pipelineSettings } from './pipeline-settings.js';
 import { retentionSettings } from './retention-settings.js';
+import { secretsSettings } from './secrets-settings.js';
 import { webhookSettings } from './webhook-settings.js';
 
 export { ConfigError };
@@ -22,6 +23,7 @@ export const configSchema = z.object({
   ...apiSettings,
   ...pipelineSettings,
   ...webhookSettings,
+  ...secretsSettings,
   ...retentionSettings,
   ...migrationSettings,
 });
@@ -32,7 +34,7 @@ export type Config = z.infer<typeof configSchema>;
  * Settings that may carry credentials. Each can instead be read from the file named by
  * `<NAME>_FILE` (the container-secrets convention); setting both is an error.
  */
-export const FILE_SETTINGS = ['DATABASE_URL', 'REDIS_URL'] as const;
+export const FILE_SETTINGS = ['DATABASE_URL', 'REDIS_URL', 'SECRETS_KEYS'] as const;
 
 /**
  * The development stack's own user:password pairs (scripts/stack.sh, docker-compose.yml, the
@@ -89,7 +91,7 @@ export function loadConfig(
   }
   checkJobLeases(config);
   if (config.NODE_ENV === 'production') {
-    for (const name of FILE_SETTINGS) {
+    for (const name of ['DATABASE_URL', 'REDIS_URL'] as const) {
       if (usesBuiltInCredentials(config[name])) {
         throw new ConfigError(
           name,
@@ -151,7 +153,7 @@ function usesBuiltInCredentials(url: string): boolean {
   return BUILT_IN_CREDENTIALS.includes(pair);
 }
 
-/** URLs may carry passwords: never echo them back in an error line. */
+/** URLs may carry passwords, and a key ring is keys: never echo them back in an error line. */
 function isSecret(variable: string): boolean {
-  return variable.endsWith('_URL');
+  return variable.endsWith('_URL') || variable === 'SECRETS_KEYS';
 }
