@@ -595,6 +595,9 @@ cmd_env() {
     echo "export ${role^^}_DATABASE_URL=postgres://payments_$role:payments_$role@$base"
   done
   echo "export REDIS_URL=redis://127.0.0.1:$REDIS_PORT"
+  # The bearer token between settlement and the acquirer role (DESIGN 121): the development one,
+  # which NODE_ENV=production refuses (src/platform/config/acquirer-link-settings.ts).
+  echo "export ACQUIRER_TOKEN=dev-acquirer-token-not-secret"
   if [[ " ${SERVICES[*]} " == *" kafka3 "* ]]; then
     echo "export KAFKA_BROKERS=$(k3_brokers)"
   else

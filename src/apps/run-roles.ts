@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { checkAcquirerLink } from '../platform/config/acquirer-link-settings.js';
 import { ConfigError, loadConfig } from '../platform/config/config.js';
 import { createLogger } from '../platform/telemetry/logger.js';
 import { startInternalServer } from '../platform/lifecycle/internal-server.js';
@@ -35,6 +37,12 @@ export async function runRoles(roles: readonly RoleName[]): Promise<void> {
   let config;
   try {
     config = loadConfig();
+    // The acquirer link's token and TLS files, for the roles this process runs (DESIGN 121).
+    checkAcquirerLink(
+      config,
+      { calls: roles.includes('settlement'), serves: roles.includes('acquirer') },
+      (path) => readFileSync(path, 'utf8'),
+    );
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
