@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,6 +10,7 @@ import { createMerchant } from '../../src/merchants/merchant-repository.js';
 import { loginUrl, startDeployedFleet, type DeployedFleet } from '../support/deployed-fleet.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import { startRoleProcess, type RoleProcess } from '../support/role-process.js';
+import { REPO_ROOT } from '../support/services.js';
 import { eventually, FAST_SETTLEMENT, settlementFacts } from '../support/settlement-harness.js';
 
 /**
@@ -236,4 +237,42 @@ describe.skipIf(!hasOpenssl())('the acquirer link over TLS', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+});
+
+describe('production without a token', () => {
+  // Real-looking credentials (production refuses the development ones first); never reached.
+  const production = {
+    PATH: process.env.PATH ?? '',
+    NODE_ENV: 'production',
+    DATABASE_URL: 'postgres://svc:s3cret@127.0.0.1:1/payments',
+    REDIS_URL: 'redis://:s3cret@127.0.0.1:1',
+  };
+  const run = (entry: string, env: Record<string, string>) =>
+    spawnSync(process.execPath, [path.join(REPO_ROOT, 'dist', entry)], {
+      env: { ...production, ...env },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+
+  it.each([
+    ['apps/acquirer/main.js', {}, 'must be set for the acquirer role with NODE_ENV=production'],
+    [
+      'apps/settlement/main.js',
+      { ACQUIRER_URL: 'https://acquirer:3100' },
+      'must be set for settlement with ACQUIRER_URL with NODE_ENV=production',
+    ],
+    [
+      'apps/acquirer/main.js',
+      { ACQUIRER_TOKEN: 'dev-acquirer-token-not-secret' },
+      'is the built-in development token, refused with NODE_ENV=production',
+    ],
+  ])(
+    'when %s starts with %j, then it exits 1 with one line naming ACQUIRER_TOKEN',
+    (entry, env, line) => {
+      const result = run(entry, env);
+      expect(result.status, result.stderr).toBe(1);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toBe(`invalid configuration: ACQUIRER_TOKEN ${line}\n`);
+    },
+  );
 });
