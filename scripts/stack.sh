@@ -640,6 +640,9 @@ cmd_env() {
   echo "export REDIS_URL=redis://127.0.0.1:$REDIS_PORT"
   echo "export API_REDIS_URL=redis://payments_api:payments_api@127.0.0.1:$REDIS_PORT"
   echo "export SECRETS_KEYS_FILE=$(secrets_keys_file)"
+  # The bearer token between settlement and the acquirer role (DESIGN 121): the development one,
+  # which NODE_ENV=production refuses (src/platform/config/acquirer-link-settings.ts).
+  echo "export ACQUIRER_TOKEN=dev-acquirer-token-not-secret"
   if [[ " ${SERVICES[*]} " == *" kafka3 "* ]]; then
     echo "export KAFKA_BROKERS=$(k3_brokers)"
   else

@@ -4,8 +4,8 @@
 # migrates (as the owner), then runs api, relay, settlement, webhooks and the acquirer simulator
 # as five processes in the foreground, each logging in as its own role (payments_api,
 # payments_relay, payments_settlement, payments_webhooks, payments_acquirer; the URLs
-# `scripts/stack.sh env` prints). Settlement calls the acquirer over HTTP (ACQUIRER_URL) and its
-# login loses the acquirer's books (CALL acquirer_books_own_login(), migrations/0025-0026: the
+# `scripts/stack.sh env` prints). Settlement calls the acquirer over HTTP (ACQUIRER_URL) with the
+# development bearer token (ACQUIRER_TOKEN, also from `scripts/stack.sh env`) and its login loses the acquirer's books (CALL acquirer_books_own_login(), migrations/0025-0026: the
 # choice is recorded once, later migrations keep it). Safe to re-run.
 #
 #   npm run up                  five processes; their logs here, each line prefixed with the

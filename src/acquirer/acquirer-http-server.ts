@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import { z } from 'zod';
 import {
   AcquirerTransientError,
@@ -9,6 +10,7 @@ import {
 } from './acquirer.js';
 import type { ReadinessReport } from '../platform/lifecycle/readiness.js';
 import { NO_FAULT, type AcquirerFault, type AcquirerFaults } from './acquirer-faults.js';
+import type { TokenCheck } from './acquirer-token.js';
 
 /**
  * The acquirer as its own process (issue 29): charges and refunds over HTTP, as a real acquirer
@@ -24,7 +26,9 @@ import { NO_FAULT, type AcquirerFault, type AcquirerFaults } from './acquirer-fa
  * - `GET /charges/{key}` and `GET /refunds/{key}` (issue 36): the books' answer for the key
  *   (200, as above) or 404 `{ status: 'not_found' }`: never done, safe to send.
  *
- * The faults of acquirer-faults.ts apply to every call but the probes.
+ * The faults of acquirer-faults.ts apply to every call but the probes. With a token check
+ * (ACQUIRER_TOKEN), every call but the probes needs `Authorization: Bearer <token>`: 401
+ * otherwise, before anything is read or done. With `tls` it serves HTTPS.
  *
  * A call is abandoned when its client goes away (the simulators honour the abort signal), so
  * `tok_timeout` costs the server nothing after the caller's timeout.
@@ -48,14 +52,19 @@ export interface AcquirerServerDeps {
   readiness?: () => Promise<ReadinessReport>;
   /** The faults in force (none when absent). */
   faults?: AcquirerFaults;
+  /** The callers' bearer token (acquirer-token.ts); none: every caller is served. */
+  auth?: TokenCheck;
+  /** PEM certificate (chain) and key: HTTPS instead of HTTP. */
+  tls?: { cert: string; key: string };
 }
 
 const INQUIRY = /^\/(charges|refunds)\/([^/?]{1,600})$/;
 
 export function createAcquirerServer(deps: AcquirerServerDeps): Server {
-  return createServer((req, res) => {
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
     void route(deps, req, res);
-  });
+  };
+  return deps.tls ? createTlsServer(deps.tls, handle) : createServer(handle);
 }
 
 async function route(
@@ -75,6 +84,11 @@ async function route(
     if (req.method === 'GET' && req.url === '/readyz' && deps.readiness) {
       const report = await deps.readiness();
       send(res, report.status === 'ready' ? 200 : 503, report);
+      return;
+    }
+    if (deps.auth && !deps.auth.allows(req.headers)) {
+      res.setHeader('www-authenticate', 'Bearer');
+      send(res, 401, { error: 'unauthorized' });
       return;
     }
     const fault = deps.faults?.current() ?? NO_FAULT;

@@ -1,4 +1,5 @@
 import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { Agent as TlsAgent, request as tlsRequest } from 'node:https';
 import { z } from 'zod';
 import {
   AcquirerTransientError,
@@ -40,20 +41,37 @@ interface WireAnswer {
  * - answered: 503 `processed: true` (the acquirer's retryable answer) or another 4xx;
  * - unknown: a timeout or a lost connection once connected, any other 5xx, an unreadable 200.
  *
- * Connections are kept alive and pooled.
+ * A 401 (the token refused, DESIGN 121) is a configuration fault, not the payment's: not sent,
+ * so the job waits like in an outage and is never dead-lettered for it.
+ *
+ * Connections are kept alive and pooled. With `token` every call carries `Authorization: Bearer`;
+ * an `https://` URL is called over TLS, trusting `ca` (PEM) when given, the system's CAs else.
  */
-export function createHttpAcquirer(baseUrl: string): Required<Acquirer> & Required<RefundAcquirer> {
+export function createHttpAcquirer(
+  baseUrl: string,
+  link: { token?: string | undefined; ca?: string | undefined } = {},
+): Required<Acquirer> & Required<RefundAcquirer> {
   const url = new URL(baseUrl);
-  const agent = new Agent({ keepAlive: true, maxSockets: 128 });
+  const tls = url.protocol === 'https:';
+  const pool = { keepAlive: true, maxSockets: 128 };
+  const agent = tls
+    ? new TlsAgent({ ...pool, ...(link.ca === undefined ? {} : { ca: link.ca }) })
+    : new Agent(pool);
+  const wire: Wire = {
+    url,
+    agent,
+    request: tls ? tlsRequest : httpRequest,
+    authorization: link.token === undefined ? undefined : `Bearer ${link.token}`,
+  };
 
   async function post(path: string, key: string, body: unknown, signal: AbortSignal) {
-    const answer = await send(url, agent, { method: 'POST', path, key, body }, signal);
+    const answer = await send(wire, { method: 'POST', path, key, body }, signal);
     if (answer.status === 200) return parseFinal(answer.json);
     throw failureOf(answer);
   }
 
   async function inquire(path: string, signal: AbortSignal): Promise<ChargeResult | null> {
-    const answer = await send(url, agent, { method: 'GET', path }, signal);
+    const answer = await send(wire, { method: 'GET', path }, signal);
     if (answer.status === 200) return parseFinal(answer.json);
     if (answer.status === 404 && isNotFound(answer.json)) return null;
     throw failureOf(answer);
@@ -101,6 +119,14 @@ export function failureOf({ status, headers, json }: WireAnswer): AcquirerTransi
   const retryAfter = retryAfterMs(headers['retry-after']);
   const body = unavailableBody.safeParse(json);
   const bodyClass = body.success ? body.data.error_class : undefined;
+  if (status === 401) {
+    // Refused before processing: the token, not the payment. Waits like an outage.
+    return new AcquirerTransientError(
+      'acquirer refused the bearer token (401): check ACQUIRER_TOKEN on settlement and the acquirer',
+      'acquirer_unauthorized',
+      'not_sent',
+    );
+  }
   if (status === 429) {
     return new AcquirerTransientError(message, 'acquirer_rate_limited', 'not_sent', retryAfter);
   }
@@ -119,6 +145,14 @@ export function failureOf({ status, headers, json }: WireAnswer): AcquirerTransi
   return new AcquirerTransientError(message, 'acquirer_error', 'unknown');
 }
 
+/** How to reach the acquirer: its URL, the pooled agent and request of its protocol, the token. */
+interface Wire {
+  url: URL;
+  agent: Agent;
+  request: typeof httpRequest;
+  authorization: string | undefined;
+}
+
 interface Call {
   method: 'GET' | 'POST';
   path: string;
@@ -126,14 +160,15 @@ interface Call {
   body?: unknown;
 }
 
-function send(url: URL, agent: Agent, call: Call, signal: AbortSignal): Promise<WireAnswer> {
+function send(wire: Wire, call: Call, signal: AbortSignal): Promise<WireAnswer> {
+  const { url, agent } = wire;
   return new Promise((resolve, reject) => {
     signal.throwIfAborted();
     const text = call.body === undefined ? undefined : JSON.stringify(call.body);
     // Whether the request may have reached the acquirer: once a socket is connected, a failure
     // leaves the outcome unknown; before, nothing was sent.
     let connected = false;
-    const req = httpRequest(
+    const req = wire.request(
       {
         host: url.hostname,
         port: url.port,
@@ -146,6 +181,7 @@ function send(url: URL, agent: Agent, call: Call, signal: AbortSignal): Promise<
             ? {}
             : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }),
           ...(call.key === undefined ? {} : { 'idempotency-key': call.key }),
+          ...(wire.authorization === undefined ? {} : { authorization: wire.authorization }),
         },
       },
       (res) => {

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { checkAcquirerLink } from '../platform/config/acquirer-link-settings.js';
 import { ConfigError, loadConfig } from '../platform/config/config.js';
 import { createLogger } from '../platform/telemetry/logger.js';
 import { startInternalServer } from '../platform/lifecycle/internal-server.js';
@@ -45,6 +47,12 @@ export async function runRoles(roles: readonly RoleName[]): Promise<void> {
     config = loadConfig();
     // NODE_ENV=production without a key ring: one line naming SECRETS_KEYS, before anything starts.
     if (roles.some((role) => KEY_RING_ROLES.includes(role))) secretsKeyRing(config);
+    // The acquirer link's token and TLS files, for the roles this process runs (DESIGN 121).
+    checkAcquirerLink(
+      config,
+      { calls: roles.includes('settlement'), serves: roles.includes('acquirer') },
+      (path) => readFileSync(path, 'utf8'),
+    );
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);

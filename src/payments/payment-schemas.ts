@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { listLimitSchema, listPageSchema } from '../http/list-page.js';
+import { metadataSchema, unicodeText } from '../http/metadata-schema.js';
 import { MAX_AMOUNT, SUPPORTED_CURRENCIES } from './money.js';
 
 /**
@@ -24,60 +25,6 @@ export const SOURCES = [
   ),
 ] as const;
 
-export const MAX_METADATA_KEYS = 20;
-
-/**
- * Text Postgres can store: no NUL (text and jsonb refuse it). The pattern goes into the OpenAPI
- * document as is.
- */
-// eslint-disable-next-line no-control-regex -- NUL is exactly what this pattern excludes
-const NO_NUL = /^[^\u0000]*$/;
-
-/**
- * Unicode text (I-JSON, RFC 7493): no unpaired surrogate, which Postgres would store as U+FFFD or
- * refuse. With the `u` flag a valid pair is one code point outside the class and a lone surrogate
- * one inside it. Not in the document: JSON Schema validators built on Rust or Go regexes cannot
- * compile surrogate ranges, so the document says it in words.
- */
-const NO_LONE_SURROGATE = /^[^\uD800-\uDFFF]*$/u;
-
-/** Characters as Postgres and JSON Schema count them (code points, not UTF-16 units). */
-function codePoints(value: string): number {
-  let count = 0;
-  for (let i = 0; i < value.length; i++) {
-    const unit = value.charCodeAt(i);
-    if (unit < 0xd800 || unit > 0xdbff) count++;
-  }
-  return count;
-}
-
-/**
- * A string of `min` to `max` characters without NUL or unpaired surrogates. The bounds count code
- * points like the database's length() and the document's minLength/maxLength, so an emoji is one.
- * `noun` starts each message ("keys must ..."); without it the message starts with "must".
- */
-function text(min: number, max: number, noun?: string) {
-  const must = noun ? `${noun} must` : 'must';
-  let schema = z
-    .string({ error: noun ? `${noun} must be strings` : 'must be a string' })
-    .regex(NO_NUL, `${must} not contain NUL characters`)
-    .refine((value) => NO_LONE_SURROGATE.test(value), `${must} not contain unpaired surrogates`);
-  if (min > 0) schema = schema.refine((value) => codePoints(value) >= min, `${must} not be empty`);
-  return schema
-    .refine((value) => codePoints(value) <= max, `${must} be at most ${max} characters`)
-    .meta({
-      ...(min > 0 ? { minLength: min } : {}),
-      maxLength: max,
-      description: 'Unicode text (RFC 7493): no NUL, no unpaired surrogates.',
-    });
-}
-
-/**
- * Keys an object literal treats specially. `__proto__` cannot be kept (assigning it sets the
- * prototype, so the key would vanish from the stored metadata); it is refused, never dropped.
- */
-const RESERVED_METADATA_KEY = /^(?!__proto__$)/;
-
 export const createPaymentBodySchema = z
   .strictObject({
     amount: z
@@ -93,17 +40,8 @@ export const createPaymentBodySchema = z
       .enum(SOURCES, { error: `must be one of ${SOURCES.join(', ')}` })
       .default('tok_visa')
       .describe('Payment source token; test tokens drive the acquirer simulator.'),
-    description: text(0, 500).optional(),
-    metadata: z
-      .record(
-        text(1, 40, 'keys').regex(RESERVED_METADATA_KEY, 'keys must not be __proto__'),
-        text(0, 500, 'values'),
-      )
-      .refine((value) => Object.keys(value).length <= MAX_METADATA_KEYS, {
-        message: `must have at most ${MAX_METADATA_KEYS} keys`,
-      })
-      .default({})
-      .meta({ maxProperties: MAX_METADATA_KEYS }),
+    description: unicodeText(0, 500).optional(),
+    metadata: metadataSchema.default({}),
   })
   .meta({ id: 'CreatePaymentRequest' });
 

@@ -2,6 +2,7 @@ import { Router, type Request, type Response } from 'express';
 import { allowOnly } from '../http/allow-only.js';
 import { ApiError } from '../http/api-error.js';
 import { jsonBody, requireKeyAndJson } from '../http/json-body.js';
+import { refuseReservedMetadataKeys } from '../http/metadata-schema.js';
 import { validate } from '../http/validate.js';
 import { resourceScopes } from '../merchants/api-key-scopes.js';
 import {
@@ -95,18 +96,4 @@ export function paymentsRouter(deps: PaymentsRouterDeps): Router {
   router.get('/payments/:id', getPaymentHandler(deps.db));
   router.get('/payments', listPaymentsHandler(deps.db));
   return router;
-}
-
-/**
- * JSON.parse keeps a `__proto__` key as an own property, but zod's record parser skips it, so
- * it would vanish from the stored metadata (and the fingerprint). Refused, never dropped.
- */
-function refuseReservedMetadataKeys(body: unknown): void {
-  if (typeof body !== 'object' || body === null || !Object.hasOwn(body, 'metadata')) return;
-  const metadata = (body as { metadata: unknown }).metadata;
-  if (typeof metadata === 'object' && metadata !== null && Object.hasOwn(metadata, '__proto__')) {
-    throw new ApiError('validation_failed', 'The request has invalid fields; see errors.', {
-      errors: [{ path: 'metadata.__proto__', message: 'keys must not be __proto__' }],
-    });
-  }
 }

@@ -1,12 +1,12 @@
 import { z } from 'zod';
 import { listLimitSchema, listPageSchema } from '../http/list-page.js';
+import { metadataSchema } from '../http/metadata-schema.js';
 import { MAX_AMOUNT, SUPPORTED_CURRENCIES } from '../payments/money.js';
 
 /** The request and response schemas of the refunds API (validation and OpenAPI). */
 
 export const REFUND_REASONS = ['duplicate', 'fraudulent', 'requested_by_customer'] as const;
 export const REFUND_STATUSES = ['pending', 'succeeded', 'failed'] as const;
-const MAX_METADATA_KEYS = 20;
 
 export const createRefundBodySchema = z
   .strictObject({
@@ -20,17 +20,7 @@ export const createRefundBodySchema = z
     reason: z
       .enum(REFUND_REASONS, { error: `must be one of ${REFUND_REASONS.join(', ')}` })
       .optional(),
-    metadata: z
-      .record(
-        z.string().min(1, 'keys must not be empty').max(40, 'keys must be at most 40 characters'),
-        z
-          .string({ error: 'values must be strings' })
-          .max(500, 'values must be at most 500 characters'),
-      )
-      .refine((value) => Object.keys(value).length <= MAX_METADATA_KEYS, {
-        message: `must have at most ${MAX_METADATA_KEYS} keys`,
-      })
-      .optional(),
+    metadata: metadataSchema.optional(),
   })
   .meta({ id: 'CreateRefundRequest' });
 

@@ -2,6 +2,7 @@ import { Router, type Request, type Response } from 'express';
 import { allowOnly } from '../http/allow-only.js';
 import { ApiError } from '../http/api-error.js';
 import { jsonBody, requireKeyAndJson } from '../http/json-body.js';
+import { refuseReservedMetadataKeys } from '../http/metadata-schema.js';
 import { validate } from '../http/validate.js';
 import { resourceScopes } from '../merchants/api-key-scopes.js';
 import {
@@ -36,6 +37,7 @@ function createRefundHandler(createRefund: CreateRefund) {
     if (!res.locals.bodyBytes) {
       throw new ApiError('malformed_json', 'The request body is empty.');
     }
+    refuseReservedMetadataKeys(req.body);
     const body = validate(createRefundBodySchema, req.body as unknown);
     const { merchant, idempotencyKey: key = '' } = res.locals as Authenticated;
     const paymentId = req.params.id;

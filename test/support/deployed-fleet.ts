@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { TestDatabase } from './isolation.js';
 import { TEST_SECRETS_KEYS, testConfig } from './isolation.js';
 import { createApiRedisUser, type RedisRoleUser } from './redis-user.js';
@@ -62,6 +63,8 @@ export async function startDeployedFleet(
     PORT: '0',
     METRICS_PORT: '0',
     LOG_LEVEL: 'info',
+    // The acquirer role requires it, settlement sends it (DESIGN 121): one per fleet.
+    ACQUIRER_TOKEN: randomBytes(24).toString('base64url'),
   };
   const processes = new Map<FleetRole, RoleProcess>();
   let redisUser: RedisRoleUser | undefined;

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { startAcquirer } from '../../src/apps/acquirer/start-acquirer.js';
 import { startRelay } from '../../src/apps/relay/start-relay.js';
 import type { RunningRole } from '../../src/apps/running-role.js';
@@ -26,11 +27,14 @@ export async function startTestPipeline(
   const shared = api.platform.config;
   const platforms: Platform[] = [];
   const roles: RunningRole[] = [];
+  // The acquirer role requires it, settlement sends it (DESIGN 121).
+  const link = { ACQUIRER_TOKEN: randomBytes(24).toString('base64url') };
   try {
     const acquirerPlatform = await rolePlatform(db, 'acquirer', {
       ...overrides,
       REDIS_KEY_PREFIX: shared.REDIS_KEY_PREFIX,
       ACQUIRER_PORT: '0',
+      ...link,
     });
     platforms.push(acquirerPlatform);
     const acquirer = await startAcquirer(acquirerPlatform);
@@ -48,6 +52,7 @@ export async function startTestPipeline(
         KAFKA_TOPIC_DLQ: shared.KAFKA_TOPIC_DLQ,
         KAFKA_CONSUMER_GROUP: shared.KAFKA_CONSUMER_GROUP,
         ACQUIRER_URL: acquirerUrl,
+        ...link,
       });
       platforms.push(platform);
       roles.push(await start(platform));

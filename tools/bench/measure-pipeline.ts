@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { createMerchant } from '../../src/merchants/merchant-repository.js';
 import { BENCH_TIER, defineTier } from '../../src/merchants/tier-repository.js';
@@ -120,6 +120,8 @@ export async function measurePipeline(
       LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn',
       ACQUIRER_SIM_LATENCY_MS: '0',
       ACQUIRER_SIM_FAILURE_RATE: '0',
+      // The acquirer requires it, settlement sends it (DESIGN 121); the API ignores it.
+      ACQUIRER_TOKEN: randomBytes(24).toString('base64url'),
     };
     // Each process as deployed: its role's own login on the scratch database the owner made.
     const as = (role: ServiceRole) => ({ ...env, DATABASE_URL: roleDatabaseUrl(url, role) });

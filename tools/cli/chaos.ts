@@ -133,8 +133,11 @@ async function main(): Promise<number> {
   const [acquirerPort, acquirerAdminPort] = [await freePort(), await freePort()];
   const acquirerUrl = `http://127.0.0.1:${String(acquirerPort)}`;
   faultContext.acquirerAdminUrl = `http://127.0.0.1:${String(acquirerAdminPort)}`;
+  // The bearer token the acquirer requires and settlement sends (DESIGN 121): one per run.
+  const acquirerToken = randomBytes(24).toString('base64url');
   fleet.add('acquirer', 1, {
     ...roleEnv('acquirer'),
+    ACQUIRER_TOKEN: acquirerToken,
     ACQUIRER_PORT: String(acquirerPort),
     METRICS_PORT: String(acquirerAdminPort),
   });
@@ -148,6 +151,7 @@ async function main(): Promise<number> {
         PORT: String(port),
         METRICS_PORT: String(metricsPort),
         ...roleSettings(role, acquirerUrl),
+        ...(role === 'settlement' ? { ACQUIRER_TOKEN: acquirerToken } : {}),
       });
     }
   }

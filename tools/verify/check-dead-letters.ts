@@ -43,7 +43,8 @@ export function checkDeadLetters(
 
 /**
  * Error classes of a call that never reached the acquirer (DESIGN 106, 110): refused, a connect
- * that timed out or 503 before processing (`acquirer_unavailable`), 429, the breaker open. Such a
+ * that timed out or 503 before processing (`acquirer_unavailable`), 429, the breaker open, a 401
+ * (the link's token refused, DESIGN 121). Such a
  * call is not an attempt and never dead-letters a job, so a letter with one of them is an outage
  * that cost a payment. The simulator's retryable answers (`tok_unavailable`, `tok_transient_N`,
  * a random transient failure) are `acquirer_transient`: answered, legitimately dead-lettered
@@ -53,6 +54,7 @@ export const NOT_SENT_ERROR_CLASSES: ReadonlySet<string> = new Set([
   'acquirer_unavailable',
   'acquirer_rate_limited',
   'acquirer_breaker_open',
+  'acquirer_unauthorized',
 ]);
 
 /**

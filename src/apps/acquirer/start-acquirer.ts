@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import {
   createAcquirerFaults,
@@ -7,6 +8,7 @@ import {
 } from '../../acquirer/acquirer-faults.js';
 import { createAcquirerServer } from '../../acquirer/acquirer-http-server.js';
 import { createAcquirerSimulator } from '../../acquirer/acquirer-simulator.js';
+import { createTokenCheck } from '../../acquirer/acquirer-token.js';
 import { createRefundSimulator } from '../../acquirer/refund-simulator.js';
 import { acquirerBookSweeps, startRetentionReaper } from '../../jobs/retention-reaper.js';
 import { closeServer, listen } from '../../platform/lifecycle/http-listen.js';
@@ -47,11 +49,31 @@ export async function startAcquirer(platform: Platform): Promise<RunningRole & {
         roleDependencies('acquirer', config),
       ),
     faults,
+    // Its callers' bearer token and TLS (DESIGN 121), checked at boot (acquirer-link-settings.ts).
+    ...(config.ACQUIRER_TOKEN === undefined
+      ? {}
+      : { auth: createTokenCheck(config.ACQUIRER_TOKEN, logger, config.OUTAGE_LOG_INTERVAL_MS) }),
+    ...(config.ACQUIRER_TLS_CERT_FILE === undefined || config.ACQUIRER_TLS_KEY_FILE === undefined
+      ? {}
+      : {
+          tls: {
+            cert: readFileSync(config.ACQUIRER_TLS_CERT_FILE, 'utf8'),
+            key: readFileSync(config.ACQUIRER_TLS_KEY_FILE, 'utf8'),
+          },
+        }),
   });
   // Settlement's keep-alive agent reuses connections: keep them open longer than its idle gap.
   server.keepAliveTimeout = 30_000;
   const port = await listen(server, config.ACQUIRER_PORT, config.ACQUIRER_HOST);
-  logger.info({ host: config.ACQUIRER_HOST, port }, 'acquirer ready');
+  logger.info(
+    {
+      host: config.ACQUIRER_HOST,
+      port,
+      tls: config.ACQUIRER_TLS_CERT_FILE !== undefined,
+      token: config.ACQUIRER_TOKEN !== undefined,
+    },
+    'acquirer ready',
+  );
   const listening = followDownFault(server, faults, logger, () =>
     listen(server, port, config.ACQUIRER_HOST),
   );

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { createAcquirerBreaker } from '../../acquirer/acquirer-breaker.js';
 import { createAcquirerSimulator } from '../../acquirer/acquirer-simulator.js';
 import type { Acquirer, RefundAcquirer } from '../../acquirer/acquirer.js';
@@ -73,8 +74,17 @@ export function startSettlement(
   });
   // ACQUIRER_URL set: the acquirer is another process (the `acquirer` role, with its own books
   // and login), each call bounded by ACQUIRER_TIMEOUT_MS; unset: the simulator runs in here.
+  // Its bearer token and, for https://, a private CA (DESIGN 121).
   const remote =
-    config.ACQUIRER_URL === undefined ? undefined : createHttpAcquirer(config.ACQUIRER_URL);
+    config.ACQUIRER_URL === undefined
+      ? undefined
+      : createHttpAcquirer(config.ACQUIRER_URL, {
+          token: config.ACQUIRER_TOKEN,
+          ca:
+            config.ACQUIRER_CA_FILE === undefined
+              ? undefined
+              : readFileSync(config.ACQUIRER_CA_FILE, 'utf8'),
+        });
   const acquirer =
     options.acquirer ??
     remote ??

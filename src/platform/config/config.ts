@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { acquirerLinkSettings } from './acquirer-link-settings.js';
 import { apiSettings } from './api-settings.js';
 import { connectionSettings } from './connection-settings.js';
 import { ConfigError } from './config-error.js';
@@ -22,6 +23,7 @@ export const configSchema = z.object({
   ...connectionSettings,
   ...apiSettings,
   ...pipelineSettings,
+  ...acquirerLinkSettings,
   ...webhookSettings,
   ...secretsSettings,
   ...retentionSettings,
@@ -34,7 +36,15 @@ export type Config = z.infer<typeof configSchema>;
  * Settings that may carry credentials. Each can instead be read from the file named by
  * `<NAME>_FILE` (the container-secrets convention); setting both is an error.
  */
-export const FILE_SETTINGS = ['DATABASE_URL', 'REDIS_URL', 'SECRETS_KEYS'] as const;
+export const FILE_SETTINGS = [
+  'DATABASE_URL',
+  'REDIS_URL',
+  'SECRETS_KEYS',
+  'ACQUIRER_TOKEN',
+] as const;
+
+/** The settings whose user:password may be the development stack's. */
+const CREDENTIAL_URLS = ['DATABASE_URL', 'REDIS_URL'] as const;
 
 /**
  * The development stack's own user:password pairs (scripts/stack.sh, docker-compose.yml, the
@@ -91,7 +101,7 @@ export function loadConfig(
   }
   checkJobLeases(config);
   if (config.NODE_ENV === 'production') {
-    for (const name of ['DATABASE_URL', 'REDIS_URL'] as const) {
+    for (const name of CREDENTIAL_URLS) {
       if (usesBuiltInCredentials(config[name])) {
         throw new ConfigError(
           name,
@@ -153,7 +163,7 @@ function usesBuiltInCredentials(url: string): boolean {
   return BUILT_IN_CREDENTIALS.includes(pair);
 }
 
-/** URLs may carry passwords, and a key ring is keys: never echo them back in an error line. */
+/** URLs may carry passwords, key rings are keys, tokens are secrets: never echo them back. */
 function isSecret(variable: string): boolean {
-  return variable.endsWith('_URL') || variable === 'SECRETS_KEYS';
+  return variable.endsWith('_URL') || variable === 'SECRETS_KEYS' || variable.endsWith('_TOKEN');
 }

@@ -126,10 +126,10 @@ export const pipelineSettings = {
    * one). Unset: the simulator runs inside the settlement process, on its login (tests, the
    * all-in-one).
    */
-  ACQUIRER_URL: urlWithProtocol(['http:'], 'http://127.0.0.1:3100')
+  ACQUIRER_URL: urlWithProtocol(['http:', 'https:'], 'http://127.0.0.1:3100')
     .optional()
     .describe(
-      'Base URL of the acquirer process (the `acquirer` role); unset: an in-process simulator.',
+      'Base URL of the acquirer process (the `acquirer` role), `http://` or `https://`; unset: an in-process simulator.',
     ),
   /** The acquirer role's own HTTP listener (POST /charges, /refunds, /healthz, /readyz). */
   ACQUIRER_PORT: integer(0, 65535)
