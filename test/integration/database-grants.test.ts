@@ -64,9 +64,9 @@ const ALLOWED: Record<ServiceRole, Record<string, Writes>> = {
     webhook_endpoint_secrets: { insert: true, delete: true, update: ['expires_at'] },
     webhook_deliveries: {
       insert: true,
-      update: ['status', 'failed_reason', 'delivered_at', 'updated_at'],
+      update: ['status', 'failed_reason', 'delivered_at', 'updated_at', 'seq'],
     },
-    webhook_delivery_jobs: { insert: true, update: ['next_attempt_at'] },
+    webhook_delivery_jobs: { insert: true, update: ['next_attempt_at', 'seq'] },
   },
   relay: {
     outbox: {

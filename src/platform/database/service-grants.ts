@@ -97,14 +97,19 @@ export const SERVICE_GRANTS: readonly LoginGrants[] = [
       { tables: ['webhook_endpoint_secrets'], privileges: ['SELECT', 'INSERT', 'DELETE'] },
       { tables: ['webhook_endpoint_secrets'], privileges: ['UPDATE'], columns: ['expires_at'] },
       { tables: ['webhook_events', 'webhook_delivery_attempts'], privileges: ['SELECT'] },
-      // Retry and replay: the delivery back to pending, its job inserted or made due now.
+      // Retry and replay: the delivery back to pending, its job inserted or made due now; a
+      // replay gives a re-opened delivery and its job a new seq, in event order (DESIGN 119).
       { tables: ['webhook_deliveries', 'webhook_delivery_jobs'], privileges: ['SELECT', 'INSERT'] },
       {
         tables: ['webhook_deliveries'],
         privileges: ['UPDATE'],
-        columns: ['status', 'failed_reason', 'delivered_at', 'updated_at'],
+        columns: ['status', 'failed_reason', 'delivered_at', 'updated_at', 'seq'],
       },
-      { tables: ['webhook_delivery_jobs'], privileges: ['UPDATE'], columns: ['next_attempt_at'] },
+      {
+        tables: ['webhook_delivery_jobs'],
+        privileges: ['UPDATE'],
+        columns: ['next_attempt_at', 'seq'],
+      },
     ],
   },
   {
