@@ -12,6 +12,9 @@
 #                                                             the local key ring $STACK_DIR/secrets-keys once)
 #        scripts/stack.sh pid    <service>                    (main pid(s), one a line; exit 3 if none)
 #
+# STACK_TOPOLOGY=ha: the same commands act on the HA topology instead (scripts/ha/stack-ha.sh:
+# three Kafka brokers, Redis with Sentinels, a Postgres standby, TLS and authentication).
+#
 # Optional, never part of "all": kafka3, a three-node Kafka cluster (replication factor 3,
 # min.insync.replicas 2) on its own ports, for broker-loss tests (`npm run chaos -- --kafka3`);
 # `env kafka3` points KAFKA_BROKERS at it.
@@ -726,4 +729,12 @@ main() {
   esac
 }
 
-main "$@"
+if [[ ${STACK_TOPOLOGY:-single} == ha ]]; then
+  # shellcheck source=scripts/ha/stack-ha.sh
+  source "$ROOT_DIR/scripts/ha/stack-ha.sh"
+  ha_main "$@"
+elif [[ ${STACK_TOPOLOGY:-single} == single ]]; then
+  main "$@"
+else
+  die "STACK_TOPOLOGY must be single or ha, not '${STACK_TOPOLOGY}'"
+fi
