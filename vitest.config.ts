@@ -26,6 +26,25 @@ export default defineConfig({
           hookTimeout: 180_000,
         },
       },
+      // The HA topology's tests (test/ha/): only with STACK_TOPOLOGY=ha, which `npm run test:ha`
+      // sets with the rest of `STACK_TOPOLOGY=ha scripts/stack.sh env` (the topology must be
+      // running: `npm run stack:ha`). `npm test` on the single-node stack never includes them.
+      ...(process.env.STACK_TOPOLOGY === 'ha'
+        ? [
+            {
+              test: {
+                ...shared,
+                name: 'ha',
+                include: ['test/ha/**/*.test.ts'],
+                pool: 'forks' as const,
+                // They kill and promote the topology's nodes: one file at a time.
+                fileParallelism: false,
+                testTimeout: 300_000,
+                hookTimeout: 300_000,
+              },
+            },
+          ]
+        : []),
     ],
   },
 });
