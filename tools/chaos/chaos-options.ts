@@ -7,6 +7,12 @@ export interface ChaosOptions {
   processes: number;
   /** Use the three-node Kafka (`scripts/stack.sh start kafka3`) and lose one broker. */
   kafka3: boolean;
+  /**
+   * Run against the HA topology (`STACK_TOPOLOGY=ha scripts/stack.sh start`): the faults are the
+   * leader kills (Kafka partition leader, active controller, Redis primary, Postgres primary), each
+   * followed by a check of every 202 and a verify of every payment so far.
+   */
+  ha: boolean;
   /** New payments per second of the mixed load. */
   rate: number;
   /** Storm: virtual users, each firing `copies` copies of one key at once. */
@@ -22,7 +28,7 @@ export interface ChaosOptions {
   keep: boolean;
 }
 
-export const CHAOS_USAGE = `usage: npm run chaos -- [--duration <s>] [--processes <n>] [--kafka3] [--rate <n>]
+export const CHAOS_USAGE = `usage: npm run chaos -- [--duration <s>] [--processes <n>] [--kafka3 | --ha] [--rate <n>]
                         [--storm-vus <n>] [--copies <n>] [--verify-wait <s>] [--strict]
                         [--deadline-ms <ms>] [--keep]
   --duration     seconds the faults are spread over (default 180, at least 60); the load runs
@@ -31,6 +37,11 @@ export const CHAOS_USAGE = `usage: npm run chaos -- [--duration <s>] [--processe
   --kafka3       run against the three-node Kafka (scripts/stack.sh start kafka3); one broker
                  is frozen and one killed instead of the single broker's stop, and the whole
                  cluster is frozen while dead letters are due
+  --ha           run against the HA topology (npm run stack:ha: three brokers, Redis with
+                 Sentinels, a Postgres standby, TLS and authentication); the faults are SIGKILLs
+                 of the leaders: the payments topic's partition leader, the active controller,
+                 the Redis primary, the Postgres primary (then promoted); after each, every 202
+                 is looked up and verify judges every payment so far
   --rate         new payments per second of the mixed load (default 20)
   --storm-vus    storm virtual users (default 2); each fires --copies copies of a key at once,
                  spread over the API processes (default 6)
@@ -40,7 +51,8 @@ export const CHAOS_USAGE = `usage: npm run chaos -- [--duration <s>] [--processe
                  max <= 2.5 s, Postgres freeze max <= --deadline-ms, Kafka freeze p99 <= 1 s)
   --deadline-ms  request deadline for --strict (default 5000)
   --keep         keep the run's database and topics even when it passed
-Services: those of scripts/stack.sh (its STACK_DIR and *_PORT_STACK variables pick the stack).
+Services: those of scripts/stack.sh (its STACK_DIR and *_PORT_STACK variables pick the stack;
+HA_PORT_OFFSET the HA topology's ports).
 Exit status: 0 verify found nothing (and, with --strict, the bounds held), 1 it did not,
 2 the run could not be carried out.`;
 
@@ -53,6 +65,7 @@ export function parseChaosOptions(argv: readonly string[]): ChaosOptions | 'help
       duration: { type: 'string', default: '180' },
       processes: { type: 'string', default: '2' },
       kafka3: { type: 'boolean', default: false },
+      ha: { type: 'boolean', default: false },
       rate: { type: 'string', default: '20' },
       'storm-vus': { type: 'string', default: '2' },
       copies: { type: 'string', default: '6' },
@@ -65,10 +78,16 @@ export function parseChaosOptions(argv: readonly string[]): ChaosOptions | 'help
     strict: true,
   });
   if (values.help) return 'help';
+  if (values.kafka3 && values.ha) {
+    throw new ChaosUsageError(
+      '--kafka3 and --ha exclude each other (the HA topology has three brokers)',
+    );
+  }
   return {
     durationSeconds: integer('--duration', values.duration, 60, 3_600),
     processes: integer('--processes', values.processes, 1, 8),
     kafka3: values.kafka3,
+    ha: values.ha,
     rate: integer('--rate', values.rate, 1, 10_000),
     stormVus: integer('--storm-vus', values['storm-vus'], 1, 200),
     copies: integer('--copies', values.copies, 1, 50),
@@ -92,7 +111,7 @@ export function describeChaosOptions(options: ChaosOptions, apis: number, broker
   return [
     `settings: --duration ${options.durationSeconds} --processes ${options.processes}`,
     `--rate ${options.rate} --storm-vus ${options.stormVus} --copies ${options.copies}`,
-    `${options.kafka3 ? '--kafka3 ' : ''}${options.strict ? '--strict ' : ''}(${apis} APIs; Kafka ${brokers})`,
+    `${options.kafka3 ? '--kafka3 ' : ''}${options.ha ? '--ha ' : ''}${options.strict ? '--strict ' : ''}(${apis} APIs; Kafka ${brokers})`,
   ].join(' ');
 }
 

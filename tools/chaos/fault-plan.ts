@@ -1,5 +1,9 @@
 import type { Role } from './role-fleet.js';
 
+/** The leaders the HA run kills (issue 39), each with SIGKILL: no clean shutdown, no handover. */
+export type LeaderTarget =
+  'kafka-partition-leader' | 'kafka-controller' | 'redis-primary' | 'postgres-primary';
+
 export type FaultAction =
   | { kind: 'kill-role'; role: Role }
   | { kind: 'freeze'; service: 'redis' | 'postgres' | 'kafka' }
@@ -16,7 +20,9 @@ export type FaultAction =
   /** Every process of every role replaced one at a time, as a deploy does (rolling-restart.ts). */
   | { kind: 'rolling-restart' }
   /** The acquirer refuses connections (`down`) or drops every answer after charging (`drop`). */
-  | { kind: 'acquirer-fault'; mode: 'down' | 'drop' };
+  | { kind: 'acquirer-fault'; mode: 'down' | 'drop' }
+  /** The HA topology: a leader SIGKILLed, its successor noted, the node back later (leader-kill.ts). */
+  | { kind: 'kill-leader'; target: LeaderTarget };
 
 export interface PlannedFault {
   label: string;
@@ -54,6 +60,8 @@ const HOLDS: Record<FaultAction['kind'], number> = {
   'rolling-restart': 0,
   // Issue 36's lengths, whatever the slot (ACQUIRER_FAULT_SECONDS).
   'acquirer-fault': 0,
+  // Long enough for the successor to take over and the clients to feel it, then the node returns.
+  'kill-leader': 15,
 };
 
 /** How long each acquirer phase lasts: issue 36 asks for a minute down and 20 s of lost answers. */
@@ -125,6 +133,28 @@ export function planFaults(
         : action.kind === 'acquirer-fault'
           ? ACQUIRER_FAULT_SECONDS[action.mode]
           : Math.min(HOLDS[action.kind], Math.max(2, Math.floor(slot / 2))),
+  }));
+}
+
+/**
+ * The HA run's faults (issue 39), in order: the payments topic's partition leader, the active
+ * Kafka controller, the Redis primary (Sentinel promotes the replica) and the Postgres primary
+ * (the promote step runs PROMOTE_AFTER_MS later). Each node comes back as a follower before the
+ * next fault, and the run checks every 202 and verifies every payment after each.
+ */
+export function planHaFaults(durationSeconds: number): PlannedFault[] {
+  const targets: { label: string; target: LeaderTarget }[] = [
+    { label: 'SIGKILL Kafka partition leader', target: 'kafka-partition-leader' },
+    { label: 'SIGKILL active Kafka controller', target: 'kafka-controller' },
+    { label: 'SIGKILL Redis primary', target: 'redis-primary' },
+    { label: 'SIGKILL Postgres primary, promote', target: 'postgres-primary' },
+  ];
+  const slot = (durationSeconds - WARMUP_SECONDS - TAIL_SECONDS) / targets.length;
+  return targets.map(({ label, target }, i) => ({
+    label,
+    action: { kind: 'kill-leader', target },
+    atSeconds: Math.round(WARMUP_SECONDS + i * slot),
+    holdSeconds: Math.min(HOLDS['kill-leader'], Math.max(5, Math.floor(slot / 2))),
   }));
 }
 

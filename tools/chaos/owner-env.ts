@@ -5,6 +5,8 @@ import type { StackEndpoints } from './stack-control.js';
 export function ownerEnv(resources: RunResources, endpoints: StackEndpoints): NodeJS.ProcessEnv {
   return {
     ...process.env,
+    // The HA topology's TLS, SASL, Sentinel and replication settings (none on the single node).
+    ...endpoints.extraEnv,
     DATABASE_URL: resources.databaseUrl,
     // Migrations too go to the run's database, whatever `scripts/stack.sh env` exported.
     MIGRATION_DATABASE_URL: resources.databaseUrl,

@@ -8,6 +8,7 @@ import {
   waitForFailedSend,
 } from './dead-letter-fault.js';
 import { acquirerFault } from './acquirer-fault.js';
+import { killLeader } from './leader-kill.js';
 import type { PlannedFault } from './fault-plan.js';
 import type { FaultWindow } from './fault-window.js';
 import { pauseHoldingClaim, publishedSince } from './relay-pause.js';
@@ -32,6 +33,8 @@ export interface FaultContext {
   rolled?: ReplacedProcess[];
   /** The acquirer's internal listener (PUT /acquirer/fault), once it runs. */
   acquirerAdminUrl: string;
+  /** The owner's environment of the run: the HA faults find leaders with its Kafka settings. */
+  env: NodeJS.ProcessEnv;
 }
 
 /** Applies one fault, holds it, undoes it (thaw, restart, start), noting each step. */
@@ -105,6 +108,8 @@ export async function runFault(fault: PlannedFault, ctx: FaultContext): Promise<
         db: ctx.probe.db,
         timeline,
       });
+    case 'kill-leader':
+      return killLeader(fault, action.target, ctx);
     case 'rolling-restart':
       ctx.rolled = await rollingRestart(fleet, timeline);
       break;

@@ -1,5 +1,7 @@
-import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
+import { loadConfig } from '../../src/platform/config/config.js';
+import { createKafka } from '../../src/platform/kafka/kafka.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
 
 /**
  * The run's own resources on a shared stack: a database (fresh, so verify can judge all of it,
@@ -39,13 +41,14 @@ export async function dropDatabase(adminUrl: string, name: string): Promise<void
   );
 }
 
-export async function deleteTopics(brokers: string, topics: readonly string[]): Promise<void> {
-  const kafka = new Kafka({
-    clientId: 'chaos-cleanup',
-    brokers: brokers.split(','),
-    logLevel: logLevel.NOTHING,
-    connectionTimeout: 3_000,
-    retry: { retries: 2 },
+/** Deletes `topics` on the cluster `env` names (KAFKA_BROKERS, and TLS/SASL on the HA topology). */
+export async function deleteTopics(
+  env: NodeJS.ProcessEnv,
+  topics: readonly string[],
+): Promise<void> {
+  const config = { ...loadConfig(env), KAFKA_CLIENT_ID: 'chaos-cleanup' };
+  const kafka = createKafka(config, createLogger({ ...config, LOG_LEVEL: 'silent' }), {
+    retry: { retries: 2, initialRetryTime: 300, maxRetryTime: 3_000 },
   });
   const admin = kafka.admin();
   await admin.connect();
@@ -71,11 +74,11 @@ async function withClient<T>(url: string, fn: (client: pg.Client) => Promise<T>)
 /** Drops the run's database and deletes its topics; a failure of either is ignored. */
 export async function removeRunResources(
   adminUrl: string,
-  brokers: string,
+  kafkaEnv: NodeJS.ProcessEnv,
   resources: RunResources,
 ): Promise<void> {
   await Promise.allSettled([
     dropDatabase(adminUrl, resources.databaseName),
-    deleteTopics(brokers, [resources.paymentsTopic, resources.dlqTopic]),
+    deleteTopics(kafkaEnv, [resources.paymentsTopic, resources.dlqTopic]),
   ]);
 }

@@ -12,7 +12,15 @@ export interface StackEndpoints {
   KAFKA_BROKERS: string;
   /** API_DATABASE_URL, RELAY_DATABASE_URL, SETTLEMENT_DATABASE_URL: the roles' own logins. */
   roleLogins: Record<string, string>;
+  /**
+   * The HA topology's other settings (TLS CA files, SASL, Sentinels, replication...): every line
+   * `env` printed, for every process of the run. Empty on the single-node stack.
+   */
+  extraEnv: Record<string, string>;
 }
+
+/** `single`: scripts/stack.sh as it is; `ha`: the same commands with STACK_TOPOLOGY=ha. */
+export type StackTopology = 'single' | 'ha';
 
 /**
  * stack.sh start waits for the service to answer, 120 s by default; a restarted Kafka broker on
@@ -34,7 +42,10 @@ export class StackControl {
   /** Set by the cleanup: from then on nothing more is frozen or stopped. */
   private closed = false;
 
-  constructor(private readonly root: string) {
+  constructor(
+    private readonly root: string,
+    readonly topology: StackTopology = 'single',
+  ) {
     this.script = path.join(root, 'scripts', 'stack.sh');
   }
 
@@ -53,18 +64,20 @@ export class StackControl {
         .map((name) => [name, found[name]])
         .filter((entry): entry is [string, string] => entry[1] !== undefined),
     );
-    return { DATABASE_URL, REDIS_URL, KAFKA_BROKERS, roleLogins };
+    const extraEnv = this.topology === 'ha' ? found : {};
+    return { DATABASE_URL, REDIS_URL, KAFKA_BROKERS, roleLogins, extraEnv };
   }
 
   /** Exits non-zero (an Error) unless every service answers. */
   async checkRunning(services: readonly StackService[]): Promise<void> {
     const result = await runCommand('bash', [this.script, 'status', ...services], {
       cwd: this.root,
+      env: this.env(),
       timeoutMs: 60_000,
     });
     if (result.code !== 0) {
       throw new Error(
-        `the stack is not running (start it: scripts/stack.sh start ${services.join(' ')}):\n${result.stdout}`,
+        `the stack is not running (start it: ${this.topology === 'ha' ? 'STACK_TOPOLOGY=ha ' : ''}scripts/stack.sh start ${services.join(' ')}):\n${result.stdout}`,
       );
     }
   }
@@ -82,6 +95,7 @@ export class StackControl {
   async pids(service: StackService): Promise<(number | null)[]> {
     const result = await runCommand('bash', [this.script, 'pid', service], {
       cwd: this.root,
+      env: this.env(),
       timeoutMs: 30_000,
     });
     return result.stdout
@@ -134,10 +148,31 @@ export class StackControl {
     process.kill(pid, signal);
   }
 
+  /**
+   * The HA topology's pid of `what` (`kafka-node 2`, `kafka-controller`, `redis-primary`,
+   * `postgres-primary`, ...: scripts/ha/stack-ha.sh); an Error when nothing runs there.
+   */
+  async haPid(...what: string[]): Promise<number> {
+    const out = await this.stack(['pid', ...what], 90_000);
+    const pid = Number(out.trim().split('\n')[0]);
+    if (!Number.isInteger(pid) || pid <= 0) throw new Error(`no pid for ${what.join(' ')}: ${out}`);
+    return pid;
+  }
+
+  /** The HA topology's promote step: the Postgres standby becomes the primary behind haproxy. */
+  async promotePostgres(): Promise<void> {
+    if (this.closed) throw new Error('chaos is stopping: no more faults');
+    await this.stack(['promote', 'postgres'], 120_000);
+  }
+
+  private env(): NodeJS.ProcessEnv {
+    return { ...process.env, STACK_WAIT_SECS, STACK_TOPOLOGY: this.topology };
+  }
+
   private stack(args: readonly string[], timeoutMs: number): Promise<string> {
     return runChecked('bash', [this.script, ...args], {
       cwd: this.root,
-      env: { ...process.env, STACK_WAIT_SECS },
+      env: this.env(),
       timeoutMs,
     });
   }

@@ -11,9 +11,11 @@ import {
 } from '../chaos/chaos-options.js';
 import { formatChaosReport, summarizeRequests, type ChaosReport } from '../chaos/chaos-report.js';
 import { createChaosMerchants } from '../chaos/create-chaos-merchants.js';
-import { planFaults, TAIL_SECONDS } from '../chaos/fault-plan.js';
+import { planFaults, planHaFaults, TAIL_SECONDS } from '../chaos/fault-plan.js';
 import type { FaultWindow } from '../chaos/fault-window.js';
+import { HaRun } from '../chaos/ha-run.js';
 import { installCleanup } from '../chaos/install-cleanup.js';
+import { addRunRoles } from '../chaos/add-run-roles.js';
 import { judgeChaosRun } from '../chaos/judge-chaos-run.js';
 import {
   loadResults,
@@ -26,26 +28,15 @@ import { unresolvedRequests } from '../chaos/load-results.js';
 import { ENTRY_POINTS, repoRoot } from '../chaos/repo-root.js';
 import { ownerEnv } from '../chaos/owner-env.js';
 import { RoleFleet, ROLES, type Role } from '../chaos/role-fleet.js';
-import {
-  RELAY_LEASE_MS,
-  RELAY_PAUSE_SECONDS,
-  refundMaxAttempts,
-  roleSettings,
-} from '../chaos/role-settings.js';
+import { RELAY_LEASE_MS, RELAY_PAUSE_SECONDS, refundMaxAttempts } from '../chaos/role-settings.js';
 import { rollingRestartFailures, rollingRestartLines } from '../chaos/rolling-restart.js';
 import { runChecked, runCommand } from '../chaos/run-command.js';
 import { runFault, type FaultContext } from '../chaos/run-fault.js';
 import { createDatabase, removeRunResources, runResources } from '../chaos/run-resources.js';
 import { StackControl, type StackService } from '../chaos/stack-control.js';
 import { sleep, Timeline } from '../chaos/timeline.js';
-import {
-  noteReceivers,
-  startChaosReceivers,
-  startFailures,
-  webhookRoleEnv,
-} from '../chaos/webhook-receivers.js';
+import { noteReceivers, startChaosReceivers, startFailures } from '../chaos/webhook-receivers.js';
 import { summarizeWebhooks, webhookFailures, webhookLines } from '../chaos/webhook-summary.js';
-import { freePort } from '../support/free-port.js';
 import { roleDatabaseUrl } from '../support/role-database-url.js';
 
 /** Verify judges every payment once the pipeline drained; a few seconds absorb clock skew. */
@@ -68,7 +59,7 @@ async function main(): Promise<number> {
   for (const entry of [ENTRY_POINTS.role('api'), ...entries.map((name) => ENTRY_POINTS[name])]) {
     if (!existsSync(path.join(root, entry))) throw new Error(`${entry} missing: npm run build`);
   }
-  const stack = new StackControl(root);
+  const stack = new StackControl(root, options.ha ? 'ha' : 'single');
   const kafkaService: StackService = options.kafka3 ? 'kafka3' : 'kafka';
   await stack.checkRunning(['postgres', 'redis', kafkaService]);
   const endpoints = await stack.endpoints(options.kafka3);
@@ -98,6 +89,7 @@ async function main(): Promise<number> {
     // The API and key are filled in once they exist.
     probe: { db, apiUrl: '', apiKey: '', runId, refundMaxAttempts: refundMaxAttempts() },
     acquirerAdminUrl: '',
+    env: {},
   };
   const loads: RunningLoad[] = [];
   const cleanup = installCleanup(stack, fleet, loads, faultContext);
@@ -115,6 +107,7 @@ async function main(): Promise<number> {
   await createDatabase(endpoints.DATABASE_URL, resources.databaseName);
   // The owner's environment: migrations, the merchant CLIs and verify (an operator's tools).
   const env = ownerEnv(resources, endpoints);
+  faultContext.env = env;
 
   // Each role process as deployed: its own login on the run's database (the owner created and
   // migrated it; the migrations grant the roles, PUBLIC may connect), no owner URL in sight.
@@ -128,33 +121,8 @@ async function main(): Promise<number> {
   await node(ENTRY_POINTS.migrate, [], 120_000);
   const apiKeys = await createChaosMerchants(node, runId);
 
-  const apiUrls: string[] = [];
-  // One acquirer process (the simulator, its books on its own login): settlement calls it.
-  const [acquirerPort, acquirerAdminPort] = [await freePort(), await freePort()];
-  const acquirerUrl = `http://127.0.0.1:${String(acquirerPort)}`;
-  faultContext.acquirerAdminUrl = `http://127.0.0.1:${String(acquirerAdminPort)}`;
-  // The bearer token the acquirer requires and settlement sends (DESIGN 121): one per run.
-  const acquirerToken = randomBytes(24).toString('base64url');
-  fleet.add('acquirer', 1, {
-    ...roleEnv('acquirer'),
-    ACQUIRER_TOKEN: acquirerToken,
-    ACQUIRER_PORT: String(acquirerPort),
-    METRICS_PORT: String(acquirerAdminPort),
-  });
-  for (const role of ROLES) {
-    for (let i = 1; i <= options.processes; i++) {
-      const [port, metricsPort] = [await freePort(), await freePort()];
-      if (role === 'api') apiUrls.push(`http://127.0.0.1:${port}`);
-      fleet.add(role, i, {
-        ...roleEnv(role),
-        ...webhookRoleEnv(role),
-        PORT: String(port),
-        METRICS_PORT: String(metricsPort),
-        ...roleSettings(role, acquirerUrl),
-        ...(role === 'settlement' ? { ACQUIRER_TOKEN: acquirerToken } : {}),
-      });
-    }
-  }
+  const { apiUrls, acquirerAdminUrl } = await addRunRoles(fleet, roleEnv, options.processes);
+  faultContext.acquirerAdminUrl = acquirerAdminUrl;
   // settlement-1 first: it creates the run's topics, which the others then find.
   await fleet.start('acquirer-1');
   await fleet.start('settlement-1');
@@ -182,24 +150,34 @@ async function main(): Promise<number> {
   );
   const timeline = new Timeline();
   faultContext.timeline = timeline;
+  const ha = options.ha
+    ? new HaRun({ root, runId, env, db, timeline, verifyWaitSeconds: options.verifyWaitSeconds })
+    : null;
   noteReceivers(receivers, timeline);
   // The load runs until TAIL_SECONDS after the last fault was undone (stopped with SIGINT): a
   // slow restart then never leaves a later fault without load.
   loads.push(...startChaosLoad({ root, runDir, runId, apiKeys, apiUrls, options }));
+  ha?.startLedger(apiUrls, apiKeys[0] ?? '');
   timeline.note(
     `load started: storm (${options.stormVus} VUs x ${options.copies} copies over ${apiUrls.length} APIs) and mix (${options.rate}/s with failure tokens)`,
   );
 
   const windows: FaultWindow[] = [];
-  for (const fault of planFaults(options.durationSeconds, options.kafka3, RELAY_PAUSE_SECONDS)) {
+  const plan = options.ha
+    ? planHaFaults(options.durationSeconds)
+    : planFaults(options.durationSeconds, options.kafka3, RELAY_PAUSE_SECONDS);
+  for (const fault of plan) {
     await sleep(fault.atSeconds * 1000 - timeline.now());
     if (fault.action.kind === 'kill-role' && fault.action.role === 'webhooks')
       startFailures(receivers, timeline);
-    windows.push(await runFault(fault, faultContext));
+    const window = await runFault(fault, faultContext);
+    windows.push(window);
+    await ha?.checkpoint(window);
   }
   timeline.note(`every fault undone; ${TAIL_SECONDS} s more load`);
   await sleep(TAIL_SECONDS * 1000);
   const loadCodes = await stopLoads(loads);
+  const ledgerSamples = (await ha?.stopLedger()) ?? [];
   timeline.note('load finished');
 
   timeline.note(`verify --wait ${options.verifyWaitSeconds} (the pipeline drains first)`);
@@ -224,7 +202,7 @@ async function main(): Promise<number> {
   timeline.note('every process stopped');
 
   const samplesByScript = await readLoadSamples(loads);
-  const samples = samplesByScript.flatMap((set) => set.samples);
+  const samples = [...samplesByScript.flatMap((set) => set.samples), ...ledgerSamples];
   const report: ChaosReport = {
     runId,
     settings: `${describeChaosOptions(options, apiUrls.length, endpoints.KAFKA_BROKERS)}\n${conditionsAtStart}, ${loadAverage('at the end')}`,
@@ -245,8 +223,11 @@ async function main(): Promise<number> {
     unresolvedRequests(report.load),
   );
   report.notes.push(...webhookLines(webhooks));
+  const leaders = ha?.summary(samples, timeline.startedAt, windows);
+  report.notes.push(...(leaders?.lines ?? []));
   report.failures = [
     ...judgeChaosRun(report, options),
+    ...(leaders?.failures ?? []),
     ...rollingRestartFailures(faultContext.rolled),
     ...webhookFailures(webhooks),
   ];
@@ -256,7 +237,7 @@ async function main(): Promise<number> {
   process.stdout.write(`\n${text}`);
 
   if (report.failures.length === 0 && !options.keep) {
-    await removeRunResources(endpoints.DATABASE_URL, endpoints.KAFKA_BROKERS, resources);
+    await removeRunResources(endpoints.DATABASE_URL, env, resources);
   } else {
     say(
       `kept for inspection: database ${resources.databaseName}, topics ${resources.paymentsTopic}, ${resources.dlqTopic}`,

@@ -11,12 +11,13 @@ import { UsageError } from '../../src/cli/run-cli.js';
 import { readReceiptsFiles } from '../webhooks/webhook-receipt.js';
 
 const USAGE = `usage: npm run verify -- [--wait <seconds>] [--grace <seconds>] [--key-prefix <prefix>]
-                         [--since <ISO time>] [--no-kafka] [--json]
+                         [--since <ISO time>] [--until <ISO time>] [--no-kafka] [--json]
                          [--webhook-receipts <file>[,<file>...]]
   --wait        first let the pipeline drain for up to this long (default 0)
   --grace       payments younger than this are not judged on what they lack yet (default 60)
   --key-prefix  only payments whose Idempotency-Key starts with this (a load test's run id)
   --since       only payments created at or after this time
+  --until       only payments created before this time (a checkpoint while load goes on)
   --no-kafka    check the database and the simulator's books only
   --json        print the report as one JSON document instead of text
   --webhook-receipts  receipts files of webhook receivers (npm run webhooks:receiver): each
@@ -35,6 +36,7 @@ async function main(): Promise<number> {
       grace: { type: 'string', default: '60' },
       'key-prefix': { type: 'string' },
       since: { type: 'string' },
+      until: { type: 'string' },
       'no-kafka': { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
       'webhook-receipts': { type: 'string' },
@@ -57,6 +59,11 @@ async function main(): Promise<number> {
     const since = new Date(values.since);
     if (Number.isNaN(since.getTime())) throw new UsageError('--since must be an ISO 8601 time');
     scope.since = since;
+  }
+  if (values.until !== undefined) {
+    const until = new Date(values.until);
+    if (Number.isNaN(until.getTime())) throw new UsageError('--until must be an ISO 8601 time');
+    scope.until = until;
   }
 
   const receiptPaths = (values['webhook-receipts'] ?? '').split(',').filter((p) => p !== '');

@@ -1,5 +1,10 @@
 import type { Queryable } from '../../src/platform/database/db.js';
-import { scopeCte, scopeParameters, type VerifyScope } from './verify-scope.js';
+import {
+  SCOPE_PARAMETER_COUNT,
+  scopeCte,
+  scopeParameters,
+  type VerifyScope,
+} from './verify-scope.js';
 
 /** One webhook delivery of an event of a payment in scope. */
 export interface DeliveryFact {
@@ -106,14 +111,14 @@ export async function loadWebhookFacts(
      SELECT s.id AS payment_id, NULL AS refund_id, s.status
        FROM scope s
       WHERE s.status IN ('settled', 'failed')
-        AND s.created_at > now() - make_interval(secs => $3)
+        AND s.created_at > now() - make_interval(secs => $${SCOPE_PARAMETER_COUNT + 1})
         AND EXISTS (SELECT 1 FROM webhook_endpoints e
                      WHERE e.merchant_id = s.merchant_id AND e.created_at < s.created_at - ${MARGIN})
      UNION ALL
      SELECT r.payment_id, r.id AS refund_id, r.status
        FROM refunds r JOIN scope s ON s.id = r.payment_id
       WHERE r.status IN ('succeeded', 'failed')
-        AND r.created_at > now() - make_interval(secs => $3)
+        AND r.created_at > now() - make_interval(secs => $${SCOPE_PARAMETER_COUNT + 1})
         AND EXISTS (SELECT 1 FROM webhook_endpoints e
                      WHERE e.merchant_id = s.merchant_id AND e.created_at < r.created_at - ${MARGIN})`,
     [...params, retentionSeconds],
