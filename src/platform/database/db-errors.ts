@@ -9,9 +9,12 @@ const UNREACHABLE_CODES = new Set([
 
 /**
  * SQLSTATEs that mean "not now" rather than "your request is wrong": connection exceptions
- * (class 08), too many connections, shutdown in progress, cannot connect now.
+ * (class 08), too many connections, shutdown in progress, cannot connect now, and a write on a
+ * read-only node (25006: the stable address still led to a standby or a demoted primary during
+ * a failover, DESIGN 124; the transaction's connection is then dropped, and the next one goes to
+ * wherever the address leads now).
  */
-const UNAVAILABLE_SQLSTATE = /^(08...|53300|57P01|57P02|57P03)$/;
+const UNAVAILABLE_SQLSTATE = /^(08...|53300|57P01|57P02|57P03|25006)$/;
 
 /** Whether an error from pg means Postgres is unavailable (answer 503), not a bug (500). */
 export function isDatabaseUnavailable(error: unknown): boolean {
