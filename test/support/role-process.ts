@@ -8,6 +8,8 @@ export interface RoleProcess {
   logLine: (msg: string) => Promise<Record<string, unknown>>;
   /** Sends `signal` and resolves with the exit code. */
   stop: (signal?: NodeJS.Signals) => Promise<number | null>;
+  /** Resolves with the exit code once the process has exited on its own (or been stopped). */
+  exited: Promise<number | null>;
   output: () => string;
 }
 
@@ -62,6 +64,7 @@ export function startRoleProcess(entry: string, env: Record<string, string>): Ro
       if (child.exitCode === null) child.kill(signal);
       return exited;
     },
+    exited,
     output: () => output,
   };
 }

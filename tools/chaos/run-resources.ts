@@ -1,5 +1,7 @@
-import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
+import { loadConfig } from '../../src/platform/config/config.js';
+import { createKafka } from '../../src/platform/kafka/kafka.js';
+import { createLogger } from '../../src/platform/telemetry/logger.js';
 
 /**
  * The run's own resources on a shared stack: a database (fresh, so verify can judge all of it,
@@ -40,13 +42,13 @@ export async function dropDatabase(adminUrl: string, name: string): Promise<void
 }
 
 export async function deleteTopics(brokers: string, topics: readonly string[]): Promise<void> {
-  const kafka = new Kafka({
-    clientId: 'chaos-cleanup',
-    brokers: brokers.split(','),
-    logLevel: logLevel.NOTHING,
-    connectionTimeout: 3_000,
-    retry: { retries: 2 },
-  });
+  // The stack's TLS and SASL settings from the environment (scripts/stack.sh env), as the roles'.
+  const config = loadConfig({ ...process.env, KAFKA_BROKERS: brokers });
+  const kafka = createKafka(
+    { ...config, KAFKA_CLIENT_ID: 'chaos-cleanup' },
+    createLogger({ LOG_LEVEL: 'silent', LOG_FORMAT: 'json' }),
+    { retry: { retries: 2, initialRetryTime: 300, maxRetryTime: 2_000 } },
+  );
   const admin = kafka.admin();
   await admin.connect();
   try {

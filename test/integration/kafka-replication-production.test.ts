@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { testConfig } from '../support/isolation.js';
+import { startRoleProcess } from '../support/role-process.js';
+
+/**
+ * DESIGN 122: with NODE_ENV=production the relay refuses topics that one broker's loss would
+ * make lose acknowledged events or refuse writes (fewer than 3 replicas, min.insync.replicas
+ * below 2): the single-node test stack's topics have 1 and 1. It exits 1 with one fatal line
+ * naming the topic; outside production the same relay runs on them.
+ *
+ * Postgres is out of reach on purpose (port 1): production refuses the local stack's logins
+ * (their passwords are in the repository), and neither the relay's topic check nor its
+ * "relay ready" waits for the database (it connects to it in the background).
+ */
+
+const WAIT_MS = 60_000;
+
+function relayEnv(nodeEnv: string): { env: Record<string, string>; topic: string } {
+  const config = testConfig();
+  return {
+    topic: config.KAFKA_TOPIC_PAYMENTS,
+    env: {
+      NODE_ENV: nodeEnv,
+      DATABASE_URL: 'postgres://svc:s3cret-not-local@127.0.0.1:1/payments',
+      KAFKA_BROKERS: config.KAFKA_BROKERS.join(','),
+      KAFKA_TOPIC_PAYMENTS: config.KAFKA_TOPIC_PAYMENTS,
+      METRICS_PORT: '0',
+      LOG_LEVEL: 'info',
+    },
+  };
+}
+
+function fatalLines(output: string): string[] {
+  return output
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as { level: number; msg: string })
+    .filter((line) => line.level >= 60)
+    .map((line) => line.msg);
+}
+
+describe('the relay on under-replicated topics', () => {
+  it(
+    'when NODE_ENV=production and the topic has 1 replica, then the relay exits 1 with one line naming it',
+    async () => {
+      const { env, topic } = relayEnv('production');
+      const relay = startRoleProcess('apps/relay/main.js', env);
+      const timer = setTimeout(() => void relay.stop('SIGKILL'), WAIT_MS);
+      const code = await relay.exited;
+      clearTimeout(timer);
+      expect(code, relay.output()).toBe(1);
+      expect(fatalLines(relay.output())).toEqual([
+        `Kafka topic ${topic} has replication factor 1 (at least 3) and min.insync.replicas 1 (at least 2): refused with NODE_ENV=production (DESIGN 122)`,
+      ]);
+      expect(relay.output()).not.toContain('relay ready');
+    },
+    WAIT_MS + 10_000,
+  );
+
+  it('when NODE_ENV=development, then the same relay runs on such a topic', async () => {
+    const { env } = relayEnv('development');
+    const relay = startRoleProcess('apps/relay/main.js', env);
+    try {
+      await relay.logLine('relay ready');
+      expect(fatalLines(relay.output())).toEqual([]);
+    } finally {
+      expect(await relay.stop()).toBe(0);
+    }
+  });
+});
