@@ -67,7 +67,9 @@ export async function ensureTopics(
   // kafkajs answers false (no error) when another process created them first, the usual case
   // when several roles start together; its log line about it is quieted (isBenign).
   await admin.createTopics({
-    waitForLeaders: true,
+    // Waited for below: kafkajs' own wait asks the broker that created them, which on a cluster
+    // of several may not know them yet and answers "does not host this topic-partition".
+    waitForLeaders: false,
     // Unset: the broker's default.replication.factor (-1 asks for it).
     topics: missing.map((topic) => ({
       topic,
@@ -76,4 +78,36 @@ export async function ensureTopics(
       configEntries,
     })),
   });
+  await waitForLeaders(admin, missing);
+}
+
+/** How long new topics may take to get a leader for every partition. */
+const LEADERS_TIMEOUT_MS = 30_000;
+const LEADERS_POLL_MS = 100;
+/** What a broker answers while the new topic's metadata has not reached it. */
+const NOT_YET_KNOWN = new Set(['UNKNOWN_TOPIC_OR_PARTITION', 'LEADER_NOT_AVAILABLE']);
+
+/** Polls the metadata until every partition of `topics` has a leader (a producer can send). */
+async function waitForLeaders(admin: Admin, topics: readonly string[]): Promise<void> {
+  const deadline = Date.now() + LEADERS_TIMEOUT_MS;
+  for (;;) {
+    try {
+      const { topics: metadata } = await admin.fetchTopicMetadata({ topics: [...topics] });
+      const led = metadata.filter(
+        (topic) =>
+          topic.partitions.length > 0 &&
+          topic.partitions.every((partition) => partition.leader >= 0),
+      );
+      if (led.length === topics.length) return;
+    } catch (error) {
+      const type = (error as { type?: unknown }).type;
+      if (typeof type !== 'string' || !NOT_YET_KNOWN.has(type)) throw error;
+    }
+    if (Date.now() >= deadline) {
+      throw new Error(
+        `Kafka topics ${topics.join(', ')} have no leader after ${String(LEADERS_TIMEOUT_MS)} ms`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, LEADERS_POLL_MS));
+  }
 }
