@@ -11,7 +11,7 @@ import {
   type Admin,
 } from '../../src/platform/kafka/kafka.js';
 import { createLogger } from '../../src/platform/telemetry/logger.js';
-import { startRoleProcess } from '../support/role-process.js';
+import { fatalLines, startRoleProcess } from '../support/role-process.js';
 
 /**
  * DESIGN 122 on the HA topology's Kafka (`STACK_TOPOLOGY=ha scripts/stack.sh start kafka`; the
@@ -41,15 +41,6 @@ function kafkaEnv(): Record<string, string> {
     'KAFKA_TOPIC_MIN_INSYNC_REPLICAS',
   ];
   return Object.fromEntries(names.map((name) => [name, process.env[name] ?? '']));
-}
-
-function fatalLines(output: string): string[] {
-  return output
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line) as { level: number; msg: string })
-    .filter((line) => line.level >= 60)
-    .map((line) => line.msg);
 }
 
 let admin: Admin;

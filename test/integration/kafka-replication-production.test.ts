@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { testConfig } from '../support/isolation.js';
-import { startRoleProcess } from '../support/role-process.js';
+import { fatalLines, startRoleProcess } from '../support/role-process.js';
 
 /**
  * DESIGN 122: with NODE_ENV=production the relay refuses topics that one broker's loss would
@@ -28,15 +28,6 @@ function relayEnv(nodeEnv: string): { env: Record<string, string>; topic: string
       LOG_LEVEL: 'info',
     },
   };
-}
-
-function fatalLines(output: string): string[] {
-  return output
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line) as { level: number; msg: string })
-    .filter((line) => line.level >= 60)
-    .map((line) => line.msg);
 }
 
 describe('the relay on under-replicated topics', () => {

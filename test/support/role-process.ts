@@ -68,3 +68,13 @@ export function startRoleProcess(entry: string, env: Record<string, string>): Ro
     output: () => output,
   };
 }
+
+/** The `msg` of every fatal (pino level 60) JSON line of a process's output: why it stopped. */
+export function fatalLines(output: string): string[] {
+  return output
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as { level: number; msg: string })
+    .filter((line) => line.level >= 60)
+    .map((line) => line.msg);
+}
