@@ -8,10 +8,13 @@
 #                                       admin (inter-broker, the probes), payments (the service)
 #   $HA_DIR/kafka/client.properties     admin's client settings (readiness probe, quorum status)
 #   $HA_DIR/kafka/node-N/               server.properties, data/, log/, kafka.pid
+# SC2174: "mkdir -p -m" applying the mode to the last component only is intended (as in stack.sh).
+# SC2016: the single-quoted $$/$0/$@ are meant for the inner bash.
+# shellcheck disable=SC2174,SC2016
 
 KAFKA_HA_DIR="$HA_DIR/kafka"
 KAFKA_HA_NODES=(1 2 3)
-KAFKA_HA_ADMIN=admin
+KAFKA_HA_ADMIN='admin'
 KAFKA_HA_SERVICE_USER=payments
 KAFKA_HA_CLIENT_CONF="$KAFKA_HA_DIR/client.properties"
 

@@ -8,6 +8,7 @@ import {
   ensureTopics,
   PRODUCTION_REPLICATION,
   replicationShortfalls,
+  untilTopicsKnown,
   type Admin,
 } from '../../src/platform/kafka/kafka.js';
 import { createLogger } from '../../src/platform/telemetry/logger.js';
@@ -69,20 +70,25 @@ describe('the HA Kafka: SASL_SSL and replication', () => {
     created.push(topic);
     await ensureTopics(admin, [topic], 3, {}, configuredReplication(config));
 
-    const { topics } = await admin.fetchTopicMetadata({ topics: [topic] });
+    // Asked of any broker: one that has not applied the new topic yet is asked again.
+    const { topics } = await untilTopicsKnown('topic known', () =>
+      admin.fetchTopicMetadata({ topics: [topic] }),
+    );
     const partitions = topics[0]?.partitions ?? [];
     expect(partitions).toHaveLength(3);
     for (const partition of partitions) expect(partition.replicas).toHaveLength(3);
-    const { resources } = await admin.describeConfigs({
-      includeSynonyms: false,
-      resources: [
-        {
-          type: kafkajs.ConfigResourceTypes.TOPIC,
-          name: topic,
-          configNames: ['min.insync.replicas'],
-        },
-      ],
-    });
+    const { resources } = await untilTopicsKnown('topic known', () =>
+      admin.describeConfigs({
+        includeSynonyms: false,
+        resources: [
+          {
+            type: kafkajs.ConfigResourceTypes.TOPIC,
+            name: topic,
+            configNames: ['min.insync.replicas'],
+          },
+        ],
+      }),
+    );
     expect(resources[0]?.configEntries[0]?.configValue).toBe('2');
     expect(await replicationShortfalls(admin, [topic], PRODUCTION_REPLICATION)).toEqual([]);
   });
@@ -102,26 +108,31 @@ describe('the HA Kafka: SASL_SSL and replication', () => {
     expect(Date.now() - started).toBeLessThan(15_000);
   });
 
-  it('when the relay starts with NODE_ENV=production, then it runs on topics of 3 replicas and refuses one of 1', async () => {
+  it('when the relay and settlement start with NODE_ENV=production, then they run on topics of 3 replicas and the relay refuses one of 1', async () => {
     const env = {
       ...kafkaEnv(),
       NODE_ENV: 'production',
-      // Out of reach on purpose: production refuses the local logins, and neither the relay's
-      // topic check nor "relay ready" waits for the database (it connects in the background).
+      // Out of reach on purpose: production refuses the local logins, and neither the roles'
+      // topic check nor their "ready" waits for the database (they connect to it in the background).
       DATABASE_URL: 'postgres://svc:s3cret-not-local@127.0.0.1:1/payments',
+      KAFKA_TOPIC_PAYMENTS: `ha.kafka.${suffix}.payments`,
+      KAFKA_TOPIC_DLQ: `ha.kafka.${suffix}.dlq`,
+      KAFKA_CONSUMER_GROUP: `ha-kafka-${suffix}`,
       METRICS_PORT: '0',
       LOG_LEVEL: 'info',
     };
-    const topic = `ha.kafka.${suffix}.relay`;
-    created.push(topic);
-    const relay = startRoleProcess('apps/relay/main.js', { ...env, KAFKA_TOPIC_PAYMENTS: topic });
-    try {
-      await relay.logLine('relay ready');
-      expect(fatalLines(relay.output())).toEqual([]);
-    } finally {
-      expect(await relay.stop()).toBe(0);
+    created.push(env.KAFKA_TOPIC_PAYMENTS, env.KAFKA_TOPIC_DLQ);
+    for (const role of ['relay', 'settlement']) {
+      const proc = startRoleProcess(`apps/${role}/main.js`, env);
+      try {
+        await proc.logLine(`${role} ready`);
+        expect(fatalLines(proc.output()), role).toEqual([]);
+      } finally {
+        expect(await proc.stop(), role).toBe(0);
+      }
     }
-    expect(await replicationShortfalls(admin, [topic], PRODUCTION_REPLICATION)).toEqual([]);
+    const topics = [env.KAFKA_TOPIC_PAYMENTS, env.KAFKA_TOPIC_DLQ];
+    expect(await replicationShortfalls(admin, topics, PRODUCTION_REPLICATION)).toEqual([]);
 
     const thin = `ha.kafka.${suffix}.thin`;
     created.push(thin);

@@ -1,6 +1,7 @@
 import kafkajs, { type Admin } from 'kafkajs';
 import type { Config } from '../config/config.js';
 import type { Logger } from '../telemetry/logger.js';
+import { untilTopicsKnown } from './kafka-topics-known.js';
 
 // How many copies the service's topics keep, and the start-up check that production's keep
 // enough (DESIGN 122). Part of the Kafka boundary (kafka.ts).
@@ -42,15 +43,21 @@ export async function replicationShortfalls(
   topics: readonly string[],
   floor: Required<TopicReplication>,
 ): Promise<string[]> {
-  const { topics: metadata } = await admin.fetchTopicMetadata({ topics: [...topics] });
-  const { resources } = await admin.describeConfigs({
-    includeSynonyms: false,
-    resources: topics.map((name) => ({
-      type: TOPIC_RESOURCE,
-      name,
-      configNames: ['min.insync.replicas'],
-    })),
-  });
+  // A topic just created may not be known to every broker yet: asked again until it is.
+  const what = `Kafka topics ${topics.join(', ')} were not known to the cluster`;
+  const { topics: metadata } = await untilTopicsKnown(what, () =>
+    admin.fetchTopicMetadata({ topics: [...topics] }),
+  );
+  const { resources } = await untilTopicsKnown(what, () =>
+    admin.describeConfigs({
+      includeSynonyms: false,
+      resources: topics.map((name) => ({
+        type: TOPIC_RESOURCE,
+        name,
+        configNames: ['min.insync.replicas'],
+      })),
+    }),
+  );
   const shortfalls: string[] = [];
   for (const topic of topics) {
     const partitions = metadata.find((entry) => entry.name === topic)?.partitions ?? [];

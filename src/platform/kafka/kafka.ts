@@ -1,5 +1,6 @@
 import type { Admin } from 'kafkajs';
 import type { TopicReplication } from './kafka-topic-replication.js';
+import { untilTopicsKnown } from './kafka-topics-known.js';
 
 /**
  * The Kafka boundary: this module and the kafka-*.ts modules it re-exports are the only ones
@@ -22,6 +23,7 @@ export {
   type ConsumedRecord,
 } from './kafka-consumer.js';
 export { readTopicToEnd } from './kafka-read-to-end.js';
+export { untilTopicsKnown } from './kafka-topics-known.js';
 export {
   configuredReplication,
   guardTopicReplication,
@@ -81,33 +83,14 @@ export async function ensureTopics(
   await waitForLeaders(admin, missing);
 }
 
-/** How long new topics may take to get a leader for every partition. */
-const LEADERS_TIMEOUT_MS = 30_000;
-const LEADERS_POLL_MS = 100;
-/** What a broker answers while the new topic's metadata has not reached it. */
-const NOT_YET_KNOWN = new Set(['UNKNOWN_TOPIC_OR_PARTITION', 'LEADER_NOT_AVAILABLE']);
-
 /** Polls the metadata until every partition of `topics` has a leader (a producer can send). */
 async function waitForLeaders(admin: Admin, topics: readonly string[]): Promise<void> {
-  const deadline = Date.now() + LEADERS_TIMEOUT_MS;
-  for (;;) {
-    try {
-      const { topics: metadata } = await admin.fetchTopicMetadata({ topics: [...topics] });
-      const led = metadata.filter(
-        (topic) =>
-          topic.partitions.length > 0 &&
-          topic.partitions.every((partition) => partition.leader >= 0),
-      );
-      if (led.length === topics.length) return;
-    } catch (error) {
-      const type = (error as { type?: unknown }).type;
-      if (typeof type !== 'string' || !NOT_YET_KNOWN.has(type)) throw error;
-    }
-    if (Date.now() >= deadline) {
-      throw new Error(
-        `Kafka topics ${topics.join(', ')} have no leader after ${String(LEADERS_TIMEOUT_MS)} ms`,
-      );
-    }
-    await new Promise((resolve) => setTimeout(resolve, LEADERS_POLL_MS));
-  }
+  await untilTopicsKnown(`Kafka topics ${topics.join(', ')} got no leader`, async () => {
+    const { topics: metadata } = await admin.fetchTopicMetadata({ topics: [...topics] });
+    const led = metadata.filter(
+      (topic) =>
+        topic.partitions.length > 0 && topic.partitions.every((partition) => partition.leader >= 0),
+    );
+    return led.length === topics.length ? true : undefined;
+  });
 }
