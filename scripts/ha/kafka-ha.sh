@@ -154,15 +154,19 @@ kafka_ha_start() {
     "$KAFKA_HA_DIR"/node-*/log/server.log
 }
 
+# TERM to every node at once, then each waited for: stopped one after the other, the last node
+# would wait for a controller quorum that is already gone (its controlled shutdown then hangs).
 kafka_ha_stop() {
-  local n pid
+  local n pid pids=()
   for n in "${KAFKA_HA_NODES[@]}"; do
     if pid="$(kafka_ha_node_pid "$n")"; then
       log "stopping kafka-ha node $n (pid $pid)"
-      kill_wait "$pid" "$KAFKA_STOP_SECS"
+      kill -TERM "$pid" 2>/dev/null || true
+      pids+=("$pid")
     fi
-    rm -f "$(kafka_ha_dir "$n")/kafka.pid"
   done
+  for pid in "${pids[@]}"; do kill_wait "$pid" "$KAFKA_STOP_SECS"; done
+  for n in "${KAFKA_HA_NODES[@]}"; do rm -f "$(kafka_ha_dir "$n")/kafka.pid"; done
 }
 
 kafka_ha_status() {
