@@ -93,20 +93,34 @@ describe('the HA Kafka: SASL_SSL and replication', () => {
     expect(await replicationShortfalls(admin, [topic], PRODUCTION_REPLICATION)).toEqual([]);
   });
 
-  it('when the password is wrong, then the login is refused within seconds with an authentication error', async () => {
-    const wrong = createKafka(haConfig({ KAFKA_SASL_PASSWORD: 'not-the-password' }), silent, {
-      retry: { retries: 0, initialRetryTime: 100, maxRetryTime: 100 },
-    }).admin();
-    const started = Date.now();
-    const error = await wrong.connect().then(
-      () => undefined,
-      (thrown: unknown) => thrown,
-    );
-    await wrong.disconnect();
-    expect(error).toBeInstanceOf(Error);
-    expect((error as Error).message).toMatch(/SASL SCRAM SHA512 authentication failed/);
-    expect(Date.now() - started).toBeLessThan(15_000);
-  });
+  it.each([
+    [
+      'the password is wrong',
+      { KAFKA_SASL_PASSWORD: 'not-the-password' },
+      /SASL SCRAM SHA512 authentication failed/,
+    ],
+    [
+      "the client does not trust the topology's CA",
+      { KAFKA_SSL_CA_FILE: '', KAFKA_SSL: 'true' },
+      /self.signed certificate|unable to (get|verify)/i,
+    ],
+  ])(
+    'when %s, then the connection is refused within seconds with a clear error',
+    async (_what, settings, message) => {
+      const refused = createKafka(haConfig(settings), silent, {
+        retry: { retries: 0, initialRetryTime: 100, maxRetryTime: 100 },
+      }).admin();
+      const started = Date.now();
+      const error = await refused.connect().then(
+        () => undefined,
+        (thrown: unknown) => thrown,
+      );
+      await refused.disconnect();
+      expect(error).toBeInstanceOf(Error);
+      expect((error as Error).message).toMatch(message);
+      expect(Date.now() - started).toBeLessThan(15_000);
+    },
+  );
 
   it('when the relay and settlement start with NODE_ENV=production, then they run on topics of 3 replicas and the relay refuses one of 1', async () => {
     const env = {
