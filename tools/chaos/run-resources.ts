@@ -42,8 +42,10 @@ export async function dropDatabase(adminUrl: string, name: string): Promise<void
 }
 
 export async function deleteTopics(brokers: string, topics: readonly string[]): Promise<void> {
-  // The stack's TLS and SASL settings from the environment (scripts/stack.sh env), as the roles'.
-  const config = loadConfig({ ...process.env, KAFKA_BROKERS: brokers });
+  // The stack's Kafka TLS and SASL settings from the environment (scripts/stack.sh env), as the
+  // roles get them; only KAFKA_*, so no other setting can stop the cleanup.
+  const kafkaEnv = Object.entries(process.env).filter(([name]) => name.startsWith('KAFKA_'));
+  const config = loadConfig({ ...Object.fromEntries(kafkaEnv), KAFKA_BROKERS: brokers });
   const kafka = createKafka(
     { ...config, KAFKA_CLIENT_ID: 'chaos-cleanup' },
     createLogger({ LOG_LEVEL: 'silent', LOG_FORMAT: 'json' }),
