@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { Config } from '../platform/config/config.js';
 import {
   createIdempotentProducer,
   createKafka,
   type KafkaClient,
+  type KafkaClientConfig,
   type KafkaClientOptions,
   type Producer,
 } from '../platform/kafka/kafka.js';
@@ -38,11 +38,7 @@ export function relaySendBoundMs(requestTimeoutMs: number): number {
 }
 
 /** The Kafka client a relay should be given (see RELAY_KAFKA_OPTIONS). */
-export function createRelayKafka(
-  config: Pick<Config, 'KAFKA_BROKERS' | 'KAFKA_CLIENT_ID'> &
-    Partial<Pick<Config, 'KAFKA_REQUEST_TIMEOUT_MS' | 'OUTAGE_LOG_INTERVAL_MS'>>,
-  logger: Logger,
-): KafkaClient {
+export function createRelayKafka(config: KafkaClientConfig, logger: Logger): KafkaClient {
   return createKafka(config, logger, {
     ...RELAY_KAFKA_OPTIONS,
     // KAFKA_REQUEST_TIMEOUT_MS when set (its default is the same 10 s).

@@ -1,5 +1,5 @@
 import type { Config } from '../platform/config/config.js';
-import { ensureTopics, type Admin } from '../platform/kafka/kafka.js';
+import { configuredReplication, ensureTopics, type Admin } from '../platform/kafka/kafka.js';
 
 /**
  * The topics settlement reads and writes, created when missing: the payments topic, and the
@@ -15,10 +15,22 @@ export async function ensureSettlementTopics(
     | 'KAFKA_TOPIC_DLQ'
     | 'KAFKA_TOPIC_PARTITIONS'
     | 'KAFKA_TOPIC_DLQ_RETENTION_SECONDS'
-  >,
+  > &
+    Partial<Pick<Config, 'KAFKA_TOPIC_REPLICATION_FACTOR' | 'KAFKA_TOPIC_MIN_INSYNC_REPLICAS'>>,
 ): Promise<void> {
-  await ensureTopics(admin, [config.KAFKA_TOPIC_PAYMENTS], config.KAFKA_TOPIC_PARTITIONS);
-  await ensureTopics(admin, [config.KAFKA_TOPIC_DLQ], config.KAFKA_TOPIC_PARTITIONS, {
-    'retention.ms': String(config.KAFKA_TOPIC_DLQ_RETENTION_SECONDS * 1_000),
-  });
+  const replication = configuredReplication(config);
+  await ensureTopics(
+    admin,
+    [config.KAFKA_TOPIC_PAYMENTS],
+    config.KAFKA_TOPIC_PARTITIONS,
+    {},
+    replication,
+  );
+  await ensureTopics(
+    admin,
+    [config.KAFKA_TOPIC_DLQ],
+    config.KAFKA_TOPIC_PARTITIONS,
+    { 'retention.ms': String(config.KAFKA_TOPIC_DLQ_RETENTION_SECONDS * 1_000) },
+    replication,
+  );
 }

@@ -8,6 +8,8 @@ export interface RoleProcess {
   logLine: (msg: string) => Promise<Record<string, unknown>>;
   /** Sends `signal` and resolves with the exit code. */
   stop: (signal?: NodeJS.Signals) => Promise<number | null>;
+  /** Resolves with the exit code once the process has exited on its own (or been stopped). */
+  exited: Promise<number | null>;
   output: () => string;
 }
 
@@ -62,6 +64,17 @@ export function startRoleProcess(entry: string, env: Record<string, string>): Ro
       if (child.exitCode === null) child.kill(signal);
       return exited;
     },
+    exited,
     output: () => output,
   };
+}
+
+/** The `msg` of every fatal (pino level 60) JSON line of a process's output: why it stopped. */
+export function fatalLines(output: string): string[] {
+  return output
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as { level: number; msg: string })
+    .filter((line) => line.level >= 60)
+    .map((line) => line.msg);
 }

@@ -1,8 +1,8 @@
-import { loadConfig } from '../../src/platform/config/config.js';
 import { createKafka } from '../../src/platform/kafka/kafka.js';
 import { createLogger } from '../../src/platform/telemetry/logger.js';
 import type { LeaderTarget, PlannedFault } from './fault-plan.js';
 import type { FaultWindow } from './fault-window.js';
+import { kafkaConfig } from './run-resources.js';
 import type { StackControl } from './stack-control.js';
 import { sleep, type Timeline } from './timeline.js';
 
@@ -129,8 +129,8 @@ async function waitForSuccessor(
 
 /** The node id leading partition 0 of the run's payments topic (null: none right now). */
 async function partitionLeader(env: NodeJS.ProcessEnv): Promise<number | null> {
-  const config = { ...loadConfig(env), KAFKA_CLIENT_ID: 'chaos-leader-probe' };
-  const kafka = createKafka(config, createLogger({ ...config, LOG_LEVEL: 'silent' }), {
+  const config = { ...kafkaConfig(env), KAFKA_CLIENT_ID: 'chaos-leader-probe' };
+  const kafka = createKafka(config, createLogger({ LOG_LEVEL: 'silent', LOG_FORMAT: 'json' }), {
     retry: { retries: 1, initialRetryTime: 200, maxRetryTime: 1_000 },
     requestTimeout: 5_000,
   });

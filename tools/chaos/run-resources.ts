@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { loadConfig } from '../../src/platform/config/config.js';
+import { loadConfig, type Config } from '../../src/platform/config/config.js';
 import { createKafka } from '../../src/platform/kafka/kafka.js';
 import { createLogger } from '../../src/platform/telemetry/logger.js';
 
@@ -41,15 +41,19 @@ export async function dropDatabase(adminUrl: string, name: string): Promise<void
   );
 }
 
-/** Deletes `topics` on the cluster `env` names (KAFKA_BROKERS, and TLS/SASL on the HA topology). */
+/**
+ * Deletes `topics` on the cluster `env` names (KAFKA_BROKERS, and TLS/SASL on the HA topology);
+ * only its KAFKA_* settings are read, so no other setting can stop the cleanup.
+ */
 export async function deleteTopics(
   env: NodeJS.ProcessEnv,
   topics: readonly string[],
 ): Promise<void> {
-  const config = { ...loadConfig(env), KAFKA_CLIENT_ID: 'chaos-cleanup' };
-  const kafka = createKafka(config, createLogger({ ...config, LOG_LEVEL: 'silent' }), {
-    retry: { retries: 2, initialRetryTime: 300, maxRetryTime: 3_000 },
-  });
+  const kafka = createKafka(
+    { ...kafkaConfig(env), KAFKA_CLIENT_ID: 'chaos-cleanup' },
+    createLogger({ LOG_LEVEL: 'silent', LOG_FORMAT: 'json' }),
+    { retry: { retries: 2, initialRetryTime: 300, maxRetryTime: 2_000 } },
+  );
   const admin = kafka.admin();
   await admin.connect();
   try {
@@ -59,6 +63,13 @@ export async function deleteTopics(
   } finally {
     await admin.disconnect();
   }
+}
+
+/** The Kafka settings of `env` (KAFKA_* only), as the roles of the run get them. */
+export function kafkaConfig(env: NodeJS.ProcessEnv): Config {
+  return loadConfig(
+    Object.fromEntries(Object.entries(env).filter(([name]) => name.startsWith('KAFKA_'))),
+  );
 }
 
 async function withClient<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {

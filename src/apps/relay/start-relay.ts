@@ -2,8 +2,13 @@ import { listenForOutbox } from '../../outbox/outbox-listener.js';
 import { registerBacklogProbe } from '../../outbox/outbox-metrics.js';
 import { readBacklog } from '../../outbox/outbox-repository.js';
 import { connectInBackground } from '../../platform/lifecycle/connect-in-background.js';
-import { ensureTopics } from '../../platform/kafka/kafka.js';
+import {
+  configuredReplication,
+  ensureTopics,
+  guardTopicReplication,
+} from '../../platform/kafka/kafka.js';
 import type { Platform } from '../../platform/lifecycle/platform.js';
+import { refuseStart } from '../refuse-start.js';
 import type { RunningRole } from '../running-role.js';
 import { createRelayKafka } from '../../outbox/relay-kafka.js';
 import { createRelayWorkers } from '../../outbox/relay.js';
@@ -35,6 +40,16 @@ export function startRelay(platform: Platform): Promise<RunningRole> {
         platform.admin,
         [config.KAFKA_TOPIC_PAYMENTS],
         config.KAFKA_TOPIC_PARTITIONS,
+        {},
+        configuredReplication(config),
+      );
+      // Production refuses a topic with fewer than 3 replicas or min ISR 2 (DESIGN 122).
+      await guardTopicReplication(
+        platform.admin,
+        config,
+        [config.KAFKA_TOPIC_PAYMENTS],
+        logger,
+        refuseStart(logger),
       );
       await relay.connect();
     },

@@ -5,7 +5,12 @@ import type { Acquirer, RefundAcquirer } from '../../acquirer/acquirer.js';
 import { createHttpAcquirer } from '../../acquirer/http-acquirer.js';
 import { createRefundSimulator } from '../../acquirer/refund-simulator.js';
 import { connectInBackground } from '../../platform/lifecycle/connect-in-background.js';
-import { consumeBatches, createConsumer, publish } from '../../platform/kafka/kafka.js';
+import {
+  consumeBatches,
+  createConsumer,
+  guardTopicReplication,
+  publish,
+} from '../../platform/kafka/kafka.js';
 import { ensureSettlementTopics } from '../../settlement/settlement-topics.js';
 import type { Platform } from '../../platform/lifecycle/platform.js';
 import { createOutageLog } from '../../platform/resilience/outage-log.js';
@@ -19,6 +24,7 @@ import { settlementSweeps, startRetentionReaper } from '../../jobs/retention-rea
 import { createSettlementHandler } from '../../settlement/settlement-handler.js';
 import { reviveRefundJobs } from '../../refunds/refund-revival.js';
 import { createSettlementWorker, type WorkerDeps } from '../../settlement/settlement-worker.js';
+import { refuseStart } from '../refuse-start.js';
 import type { RunningRole } from '../running-role.js';
 
 export interface SettlementOptions {
@@ -157,6 +163,14 @@ export function startSettlement(
     async () => {
       await platform.admin.connect();
       await ensureSettlementTopics(platform.admin, config);
+      // Production refuses a topic with fewer than 3 replicas or min ISR 2 (DESIGN 122).
+      await guardTopicReplication(
+        platform.admin,
+        config,
+        [config.KAFKA_TOPIC_PAYMENTS, config.KAFKA_TOPIC_DLQ],
+        logger,
+        refuseStart(logger),
+      );
       await deadLetterProducer.connected();
     },
     logger,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { checkReadable } from './check-readable.js';
 import { ConfigError } from './config-error.js';
 
 /**
@@ -78,7 +79,7 @@ export function checkAcquirerLink(
     }
   }
   if (calls && config.ACQUIRER_CA_FILE !== undefined) {
-    readable('ACQUIRER_CA_FILE', config.ACQUIRER_CA_FILE, readFile);
+    checkReadable('ACQUIRER_CA_FILE', config.ACQUIRER_CA_FILE, readFile);
   }
   if (roles.serves) {
     const cert = config.ACQUIRER_TLS_CERT_FILE;
@@ -87,16 +88,7 @@ export function checkAcquirerLink(
       const missing = cert === undefined ? 'ACQUIRER_TLS_CERT_FILE' : 'ACQUIRER_TLS_KEY_FILE';
       throw new ConfigError(missing, 'must be set with the other ACQUIRER_TLS_*_FILE');
     }
-    if (cert !== undefined) readable('ACQUIRER_TLS_CERT_FILE', cert, readFile);
-    if (key !== undefined) readable('ACQUIRER_TLS_KEY_FILE', key, readFile);
-  }
-}
-
-function readable(name: string, file: string, readFile: (path: string) => string): void {
-  try {
-    readFile(file);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? 'read error';
-    throw new ConfigError(name, `names a file that cannot be read (${code}: ${file})`);
+    if (cert !== undefined) checkReadable('ACQUIRER_TLS_CERT_FILE', cert, readFile);
+    if (key !== undefined) checkReadable('ACQUIRER_TLS_KEY_FILE', key, readFile);
   }
 }

@@ -4,6 +4,7 @@ import { acquirerLinkSettings } from './acquirer-link-settings.js';
 import { apiSettings } from './api-settings.js';
 import { connectionSettings } from './connection-settings.js';
 import { ConfigError } from './config-error.js';
+import { checkKafkaSettings, kafkaSettings } from './kafka-settings.js';
 import { migrationSettings } from './migration-settings.js';
 import { pipelineSettings } from './pipeline-settings.js';
 import { retentionSettings } from './retention-settings.js';
@@ -21,6 +22,7 @@ export { ConfigError };
 // The settings, by area; docs/configuration.md lists them in this order (npm run docs:config).
 export const configSchema = z.object({
   ...connectionSettings,
+  ...kafkaSettings,
   ...apiSettings,
   ...pipelineSettings,
   ...acquirerLinkSettings,
@@ -41,6 +43,7 @@ export const FILE_SETTINGS = [
   'REDIS_URL',
   'SECRETS_KEYS',
   'ACQUIRER_TOKEN',
+  'KAFKA_SASL_PASSWORD',
 ] as const;
 
 /** The settings whose user:password may be the development stack's. */
@@ -100,6 +103,7 @@ export function loadConfig(
     );
   }
   checkJobLeases(config);
+  checkKafkaSettings(config, readFile);
   if (config.NODE_ENV === 'production') {
     for (const name of CREDENTIAL_URLS) {
       if (usesBuiltInCredentials(config[name])) {
@@ -163,7 +167,12 @@ function usesBuiltInCredentials(url: string): boolean {
   return BUILT_IN_CREDENTIALS.includes(pair);
 }
 
-/** URLs may carry passwords, key rings are keys, tokens are secrets: never echo them back. */
+/** URLs may carry passwords, key rings are keys, tokens and passwords are secrets: never echo them. */
 function isSecret(variable: string): boolean {
-  return variable.endsWith('_URL') || variable === 'SECRETS_KEYS' || variable.endsWith('_TOKEN');
+  return (
+    variable.endsWith('_URL') ||
+    variable === 'SECRETS_KEYS' ||
+    variable.endsWith('_TOKEN') ||
+    variable.endsWith('_PASSWORD')
+  );
 }

@@ -8,6 +8,7 @@ import {
 import type { Config } from '../config/config.js';
 import type { Logger } from '../telemetry/logger.js';
 import { createOutageLog, type OutageLog } from '../resilience/outage-log.js';
+import { kafkaSecurity, type KafkaSecurityConfig } from './kafka-security.js';
 
 // The Kafka client: its settings, and how kafkajs' log lines become ours (an outage costs a
 // few lines). Part of the Kafka boundary (kafka.ts).
@@ -22,9 +23,13 @@ export interface KafkaClientOptions {
   requestTimeout?: number;
 }
 
+/** What a client is built from: the brokers, its id, and optionally its timeouts and security. */
+export type KafkaClientConfig = Pick<Config, 'KAFKA_BROKERS' | 'KAFKA_CLIENT_ID'> &
+  Partial<Pick<Config, 'KAFKA_REQUEST_TIMEOUT_MS' | 'OUTAGE_LOG_INTERVAL_MS'>> &
+  KafkaSecurityConfig;
+
 export function createKafka(
-  config: Pick<Config, 'KAFKA_BROKERS' | 'KAFKA_CLIENT_ID'> &
-    Partial<Pick<Config, 'KAFKA_REQUEST_TIMEOUT_MS' | 'OUTAGE_LOG_INTERVAL_MS'>>,
+  config: KafkaClientConfig,
   logger: Logger,
   options: KafkaClientOptions = {},
 ): KafkaClient {
@@ -42,6 +47,8 @@ export function createKafka(
   const kafka = new Kafka({
     clientId: config.KAFKA_CLIENT_ID,
     brokers: config.KAFKA_BROKERS,
+    // TLS and the SASL login, when configured (DESIGN 122).
+    ...kafkaSecurity(config),
     connectionTimeout: 3_000,
     /** A frozen broker fails each request after this long; callers retry or back off. */
     requestTimeout: config.KAFKA_REQUEST_TIMEOUT_MS ?? DEFAULT_REQUEST_TIMEOUT_MS,
