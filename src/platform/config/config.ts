@@ -6,6 +6,7 @@ import { connectionSettings } from './connection-settings.js';
 import { ConfigError } from './config-error.js';
 import { migrationSettings } from './migration-settings.js';
 import { pipelineSettings } from './pipeline-settings.js';
+import { checkRedisTopology, redisSettings } from './redis-settings.js';
 import { retentionSettings } from './retention-settings.js';
 import { secretsSettings } from './secrets-settings.js';
 import { webhookSettings } from './webhook-settings.js';
@@ -21,6 +22,7 @@ export { ConfigError };
 // The settings, by area; docs/configuration.md lists them in this order (npm run docs:config).
 export const configSchema = z.object({
   ...connectionSettings,
+  ...redisSettings,
   ...apiSettings,
   ...pipelineSettings,
   ...acquirerLinkSettings,
@@ -39,6 +41,7 @@ export type Config = z.infer<typeof configSchema>;
 export const FILE_SETTINGS = [
   'DATABASE_URL',
   'REDIS_URL',
+  'REDIS_SENTINEL_PASSWORD',
   'SECRETS_KEYS',
   'ACQUIRER_TOKEN',
 ] as const;
@@ -100,6 +103,7 @@ export function loadConfig(
     );
   }
   checkJobLeases(config);
+  checkRedisTopology(config);
   if (config.NODE_ENV === 'production') {
     for (const name of CREDENTIAL_URLS) {
       if (usesBuiltInCredentials(config[name])) {
@@ -165,5 +169,10 @@ function usesBuiltInCredentials(url: string): boolean {
 
 /** URLs may carry passwords, key rings are keys, tokens are secrets: never echo them back. */
 function isSecret(variable: string): boolean {
-  return variable.endsWith('_URL') || variable === 'SECRETS_KEYS' || variable.endsWith('_TOKEN');
+  return (
+    variable.endsWith('_URL') ||
+    variable === 'SECRETS_KEYS' ||
+    variable.endsWith('_TOKEN') ||
+    variable.endsWith('_PASSWORD')
+  );
 }
