@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { Cluster } from 'ioredis';
 import type { Redis, RedisClient } from '../../src/platform/redis/redis.js';
 
@@ -12,6 +13,8 @@ export async function deleteKeysWithPrefix(redis: RedisClient, prefix: string): 
     await deleteOnNode(redis, prefix, (keys) => redis.unlink(...keys));
     return;
   }
+  // A new Cluster client knows its masters once it has read the slot map.
+  if (redis.status !== 'ready') await once(redis, 'ready');
   for (const node of redis.nodes('master')) {
     await deleteOnNode(node, prefix, (keys) => Promise.all(keys.map((key) => redis.unlink(key))));
   }
