@@ -100,6 +100,19 @@ describe('Redis topology settings (DESIGN 123)', () => {
     expect(error.message).not.toContain('s3cret');
   });
 
+  it('when production is given the development Sentinel password, then it is refused', () => {
+    const env = { REDIS_SENTINEL_PASSWORD: 'payments_sentinels' };
+    expect(loadConfig(env).REDIS_SENTINEL_PASSWORD).toBe('payments_sentinels');
+    const error = refusal({
+      ...env,
+      NODE_ENV: 'production',
+      DATABASE_URL: 'postgres://app:s3cret@db:5432/payments',
+      REDIS_URL: 'redis://app:s3cret@cache:6379',
+    });
+    expect(error.variable).toBe('REDIS_SENTINEL_PASSWORD');
+    expect(error.message).toContain('refused with NODE_ENV=production');
+  });
+
   it('when REDIS_TLS_CA_FILE cannot be read, then the client is refused naming the setting', () => {
     const config = loadConfig({
       REDIS_URL: 'rediss://127.0.0.1:6380',

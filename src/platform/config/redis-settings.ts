@@ -53,13 +53,30 @@ export const redisSettings = {
     ),
 };
 
+/** The HA stack's Sentinel password (scripts/ha/redis-ha-conf.sh): refused in production. */
+export const DEVELOPMENT_SENTINEL_PASSWORD = 'payments_sentinels';
+
 interface RedisTopologyConfig {
+  NODE_ENV: string;
   REDIS_SENTINELS?: string[] | undefined;
+  REDIS_SENTINEL_PASSWORD?: string | undefined;
   REDIS_CLUSTER_NODES?: string[] | undefined;
 }
 
-/** Sentinel and Cluster are two ways of finding the nodes: one of them at most. */
+/**
+ * Sentinel and Cluster are two ways of finding the nodes: one of them at most. Production
+ * refuses the development Sentinel password, as it refuses the development logins.
+ */
 export function checkRedisTopology(config: RedisTopologyConfig): void {
+  if (
+    config.NODE_ENV === 'production' &&
+    config.REDIS_SENTINEL_PASSWORD === DEVELOPMENT_SENTINEL_PASSWORD
+  ) {
+    throw new ConfigError(
+      'REDIS_SENTINEL_PASSWORD',
+      'is the built-in development password, refused with NODE_ENV=production',
+    );
+  }
   if (config.REDIS_SENTINELS !== undefined && config.REDIS_CLUSTER_NODES !== undefined) {
     throw new ConfigError(
       'REDIS_CLUSTER_NODES',
