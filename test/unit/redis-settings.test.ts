@@ -58,6 +58,12 @@ describe('Redis topology settings (DESIGN 123)', () => {
     });
     expect(redis.options.tls?.ca).toContain('BEGIN CERTIFICATE');
     expect(redis.options.sentinelTLS?.ca).toContain('BEGIN CERTIFICATE');
+    // A demoted primary that kept its clients answers READONLY: reconnect through the Sentinels.
+    const reconnect = redis.options.reconnectOnError;
+    expect(reconnect?.(new Error("READONLY You can't write against a read only replica."))).toBe(
+      true,
+    );
+    expect(reconnect?.(new Error('NOPERM'))).toBe(false);
   });
 
   it('when REDIS_CLUSTER_NODES is set, then a Cluster client with the same bounds and the URL login', () => {

@@ -97,6 +97,11 @@ function sentinelOptions(config: RedisConfig, tls: ConnectionOptions | undefined
     ...(tls === undefined ? {} : { sentinelTLS: tls, enableTLSForSentinelMode: true }),
     sentinelCommandTimeout: CONNECT_TIMEOUT_MS,
     sentinelRetryStrategy: reconnectDelay,
+    /**
+     * Sentinel disconnects a demoted primary's clients, but one it could not reach (partitioned)
+     * answers writes with READONLY once it rejoins as a replica: reconnect, asking the Sentinels.
+     */
+    reconnectOnError: (error) => error.message.startsWith('READONLY'),
   };
 }
 
