@@ -17,6 +17,7 @@ FILES=(
   test/integration/idempotency-expiry.test.ts
   test/integration/payments-create.test.ts
   test/integration/payments-race.test.ts
+  test/integration/webhook-secrets-at-rest.test.ts
 )
 
 STACK_TOPOLOGY=ha bash scripts/stack.sh start redis

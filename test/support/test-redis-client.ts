@@ -36,7 +36,7 @@ export function testRedisClient(
   });
 }
 
-/** `testRedisClient`'s answer as one node, for a test that drives a single node on purpose. */
+/** Whether `client` is a Cluster client (the run is against a Redis Cluster). */
 export function isCluster(client: RedisClient): client is Cluster {
   return client instanceof Cluster;
 }
