@@ -8,7 +8,8 @@
 # is the only role user; the relay, settlement, webhooks and acquirer get no Redis URL at all.
 # It may touch only <prefix>idem:* and <prefix>rl:*, and run only what the API sends
 # (src/apps/api/redis-needs.ts; test/unit/redis-acl.test.ts keeps the two equal): GET and SET, the
-# scripts (EVALSHA, EVAL on NOSCRIPT) and the commands inside them, PING and INFO for readiness.
+# scripts (EVALSHA, EVAL on NOSCRIPT) and the commands inside them, PING and INFO for readiness,
+# CLUSTER INFO and CLUSTER SLOTS (a Cluster client's ready check and slot map, DESIGN 123).
 # No KEYS, FLUSHALL, CONFIG, ACL, SCRIPT, no pub/sub.
 #
 # Environment (development defaults: a user's password is its name, as for the database logins;
@@ -18,7 +19,8 @@
 #   PAYMENTS_REDIS_ADMIN_PASSWORD   payments' password (payments): every right, for operators
 #   PAYMENTS_REDIS_DEFAULT_USER     open: the passwordless default user keeps every right (the
 #                                   native stack: the test suite and stack.sh use it); ping: it
-#                                   may only PING (compose: the healthcheck), nothing else
+#                                   may only PING (compose: the healthcheck), nothing else;
+#                                   off: disabled (the HA topology, scripts/ha/redis-ha-conf.sh)
 set -eu
 
 prefix="${REDIS_KEY_PREFIX:-payments:}"
@@ -27,7 +29,7 @@ admin_password="${PAYMENTS_REDIS_ADMIN_PASSWORD:-payments}"
 default_user="${PAYMENTS_REDIS_DEFAULT_USER:-open}"
 
 # The API's commands, in the order of src/apps/api/redis-needs.ts.
-API_COMMANDS="ping info get set eval evalsha exists del pexpire time hmget hset"
+API_COMMANDS="ping info get set eval evalsha exists del pexpire time hmget hset cluster|info cluster|slots"
 
 case "$prefix" in
   *[!A-Za-z0-9:_.-]*) echo "acl-users.sh: REDIS_KEY_PREFIX may hold only A-Z a-z 0-9 : _ . -" >&2; exit 2 ;;
@@ -39,7 +41,8 @@ hash() { printf '%s' "$1" | sha256sum | cut -d' ' -f1; }
 case "$default_user" in
   open) echo "user default reset on nopass ~* &* +@all" ;;
   ping) echo "user default reset on nopass resetkeys resetchannels -@all +ping" ;;
-  *) echo "acl-users.sh: PAYMENTS_REDIS_DEFAULT_USER is open or ping, not $default_user" >&2; exit 2 ;;
+  off) echo "user default reset off resetkeys resetchannels -@all" ;;
+  *) echo "acl-users.sh: PAYMENTS_REDIS_DEFAULT_USER is open, ping or off, not $default_user" >&2; exit 2 ;;
 esac
 echo "user payments reset on #$(hash "$admin_password") ~* &* +@all"
 commands=""

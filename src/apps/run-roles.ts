@@ -115,7 +115,7 @@ export async function runRoles(roles: readonly RoleName[]): Promise<void> {
       const stopRedisGuard = await guardRedisPermissions(
         platform.redis,
         redisUser(config.REDIS_URL),
-        apiRedisProbes(config.REDIS_KEY_PREFIX),
+        apiRedisProbes(config.REDIS_KEY_PREFIX, config.REDIS_CLUSTER_NODES !== undefined),
         logger,
         (error) => {
           logger.fatal(error.message);

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import Redlock, { ExecutionError, ResourceLockedError, type Lock } from 'redlock';
-import type { Redis } from '../platform/redis/redis.js';
+import { hashTag } from '../platform/redis/hash-tag.js';
+import type { RedisClient } from '../platform/redis/redis.js';
 import { redisScript } from '../platform/redis/redis-script.js';
 import { redlockClient } from './redlock-client.js';
 import type { RedisGuard } from './redis-guard.js';
@@ -42,8 +43,9 @@ export interface KeyLocks {
  * Redlock's three scripts, replaced through its constructor's `scripts` hook. Redlock sends
  * KEYS = the lock's resources and ARGV = [lock value, duration ms], and counts a result equal to
  * the number of resources as success. Our resources are [lock, in-flight marker, request
- * fingerprint] and, for a claim, the response cache key: the fingerprint is data carried in KEYS
- * (one Redis node, no cluster slots), because Redlock's ARGV has no room for it. It goes as a
+ * fingerprint] and, for a claim, the response cache key: the fingerprint is data carried in KEYS,
+ * because Redlock's ARGV has no room for it; like every other entry it carries the merchant's
+ * hash tag, so a Redis Cluster routes the script to one slot (DESIGN 123). It goes as a
  * name under the API's key patterns (fingerprintCarrier), which the API's Redis user is allowed
  * (a KEYS entry is checked against the ACL even when never used as a key), and the script keeps
  * what follows its last colon: the hex fingerprint.
@@ -110,7 +112,7 @@ const sha1 = (source: string) => createHash('sha1').update(source).digest('hex')
 const ignoreVotes = (): void => undefined;
 
 /** Redlock on the one Redis client, with the scripts above, no retries and no error noise. */
-export function createKeyRedlock(redis: Redis): Redlock {
+export function createKeyRedlock(redis: RedisClient): Redlock {
   const client = redlockClient(redis, {
     acquireSha: sha1(ACQUIRE),
     acquireSource: ACQUIRE,
@@ -150,19 +152,23 @@ async function tryAcquire(redlock: Redlock, resources: string[], ttlMs: number) 
   }
 }
 
-/** The Redis key of (merchant, key)'s lock. */
+/** The Redis key of (merchant, key)'s lock (the merchant id is the hash tag). */
 export function keyLockKey(prefix: string, merchantId: string, key: string): string {
-  return `${prefix}idem:lock:${merchantId}:${key}`;
+  return `${prefix}idem:lock:${hashTag(merchantId)}:${key}`;
 }
 
 /** A request fingerprint as a KEYS entry (never a key: data for ACQUIRE, see above). */
-export function fingerprintCarrier(prefix: string, fingerprint: string): string {
-  return `${prefix}idem:fp:${fingerprint}`;
+export function fingerprintCarrier(
+  prefix: string,
+  merchantId: string,
+  fingerprint: string,
+): string {
+  return `${prefix}idem:fp:${hashTag(merchantId)}:${fingerprint}`;
 }
 
 /** The Redis key of (merchant, key)'s in-flight marker (the holder's fingerprint). */
 export function inFlightMarkerKey(prefix: string, merchantId: string, key: string): string {
-  return `${prefix}idem:inflight:${merchantId}:${key}`;
+  return `${prefix}idem:inflight:${hashTag(merchantId)}:${key}`;
 }
 
 /**
@@ -175,7 +181,7 @@ export function inFlightMarkerKey(prefix: string, merchantId: string, key: strin
  * mid-request): the UNIQUE constraint does (DESIGN 13). No retries.
  */
 export function createKeyLocks(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   ttlMs: number,
   now: () => number = Date.now,
@@ -209,7 +215,7 @@ export function createKeyLocks(
     const inFlight = inFlightKey(merchantId, key);
     const lock = await tryAcquire(
       redlock,
-      [lockKey(merchantId, key), inFlight, fingerprintCarrier(prefix, fingerprint)],
+      [lockKey(merchantId, key), inFlight, fingerprintCarrier(prefix, merchantId, fingerprint)],
       ttlMs,
     );
     if (lock) return { kind: 'acquired', ...held(merchantId, key, lock) };
@@ -224,7 +230,7 @@ export function createKeyLocks(
       const resources = [
         lockKey(merchantId, key),
         inFlight,
-        fingerprintCarrier(prefix, fingerprint),
+        fingerprintCarrier(prefix, merchantId, fingerprint),
         cacheKey,
       ];
       const lock = await tryAcquire(redlock, resources, ttlMs);

@@ -1,4 +1,4 @@
-import type { Redis } from '../platform/redis/redis.js';
+import type { RedisClient } from '../platform/redis/redis.js';
 
 /** The script sources Redlock is given, to recognise its commands by hash or by text. */
 export interface RedlockScriptIds {
@@ -21,7 +21,7 @@ type ScriptCall = (script: string, numKeys: number, args: (string | number)[]) =
  * whose lock value belongs to an acquire this client saw fail is skipped; `redlock.release` of a
  * lock that was taken goes to Redis as ever.
  */
-export function redlockClient(redis: Redis, ids: RedlockScriptIds): Redis {
+export function redlockClient(redis: RedisClient, ids: RedlockScriptIds): RedisClient {
   /** Lock values whose acquire failed, until Redlock's clean-up release for them arrives. */
   const failed = new Set<string>();
 

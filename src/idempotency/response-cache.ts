@@ -1,4 +1,5 @@
-import type { Redis } from '../platform/redis/redis.js';
+import { hashTag } from '../platform/redis/hash-tag.js';
+import type { RedisClient } from '../platform/redis/redis.js';
 import type { StoredResponse } from './stored-response.js';
 
 /**
@@ -17,9 +18,13 @@ export interface ResponseCache {
  */
 const CACHE_FORMAT = 'v3';
 
-/** The cache key of (merchant, key); merchant id first: one merchant's keys never address another's (I6). */
+/**
+ * The cache key of (merchant, key); merchant id first: one merchant's keys never address
+ * another's (I6). The merchant id is the Cluster hash tag, shared with the key's lock and the
+ * merchant's rate-limit bucket (read in the same script).
+ */
 export function responseCacheKey(prefix: string, merchantId: string, key: string): string {
-  return `${prefix}idem:resp:${CACHE_FORMAT}:${merchantId}:${key}`;
+  return `${prefix}idem:resp:${CACHE_FORMAT}:${hashTag(merchantId)}:${key}`;
 }
 
 /**
@@ -60,7 +65,11 @@ export function cacheTtlMs(response: StoredResponse, nowMs: number): number {
   return response.expiresAt.getTime() - nowMs;
 }
 
-export function createResponseCache(redis: Redis, prefix: string, now = Date.now): ResponseCache {
+export function createResponseCache(
+  redis: RedisClient,
+  prefix: string,
+  now = Date.now,
+): ResponseCache {
   return {
     async get(merchantId, key) {
       const raw = await redis.get(responseCacheKey(prefix, merchantId, key));

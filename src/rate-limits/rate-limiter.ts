@@ -2,7 +2,8 @@ import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { Counter } from 'prom-client';
 import { metricsRegistry } from '../platform/telemetry/metrics.js';
 import type { OutageLog } from '../platform/resilience/outage-log.js';
-import type { Redis } from '../platform/redis/redis.js';
+import { hashTag } from '../platform/redis/hash-tag.js';
+import type { RedisClient } from '../platform/redis/redis.js';
 import { redisScript } from '../platform/redis/redis-script.js';
 
 /** A token bucket: `ratePerSecond` sustained, up to `burst` at once. `name` is shown to clients. */
@@ -57,13 +58,22 @@ export interface RateLimitOptions {
   outage: OutageLog;
 }
 
-/** Where a scope's buckets under a policy live: `<prefix>:<key>` is one bucket (a Redis hash). */
+/** Where a scope's buckets under a policy live: `<prefix>:{<key>}` is one bucket (a Redis hash). */
 export function rateBucketPrefix(keyPrefix: string, scope: string, policyName: string): string {
   return `${keyPrefix}rl:${scope}:${policyName}`;
 }
 
+/**
+ * One bucket's Redis key. The bucket's key (a merchant id, an address) is its Cluster hash tag:
+ * a merchant's bucket shares the slot of that merchant's cached responses, which limitAndPeek
+ * reads in the same script (DESIGN 123).
+ */
+export function rateBucketKey(keyPrefix: string, scope: string, policyName: string, key: string) {
+  return `${rateBucketPrefix(keyPrefix, scope, policyName)}:${hashTag(key)}`;
+}
+
 /** RateLimit alone (the limiter's `limit`). */
-export function createRateLimit(redis: Redis, options: RateLimitOptions): RateLimit {
+export function createRateLimit(redis: RedisClient, options: RateLimitOptions): RateLimit {
   return createRateLimiter(redis, options).limit;
 }
 
@@ -74,7 +84,7 @@ export function createRateLimit(redis: Redis, options: RateLimitOptions): RateLi
  * instead: limits keep applying per process while Redis is away, and no request waits on a
  * frozen Redis for longer than `timeoutMs`.
  */
-export function createRateLimiter(redis: Redis, options: RateLimitOptions): RateLimiter {
+export function createRateLimiter(redis: RedisClient, options: RateLimitOptions): RateLimiter {
   const locals = new Map<string, RateLimiterMemory>();
   const { outage } = options;
 
@@ -129,7 +139,7 @@ export function createRateLimiter(redis: Redis, options: RateLimitOptions): Rate
     let peeked: string | null = null;
     try {
       const [consumed, ms, value] = await shared(
-        `${prefixOf(scope, policy)}:${key}`,
+        rateBucketKey(options.keyPrefix, scope, policy.name, key),
         policy,
         cost,
         peekKey,

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildOpenApiDocument } from '../../src/apps/api/openapi.js';
 import { responseCacheKey } from '../../src/idempotency/response-cache.js';
+import { rateBucketKey } from '../../src/rate-limits/rate-limiter.js';
 import { createApiKey } from '../../src/merchants/api-key-repository.js';
 import { READ_ONLY_SCOPES, type Scope } from '../../src/merchants/api-key-scopes.js';
 import { BENCH_TIER, defineTier } from '../../src/merchants/tier-repository.js';
@@ -213,7 +214,12 @@ describe('restricted API keys', () => {
     await defineTier(db.pool, slow);
     const other = await api.merchant('Refused only', slow.name);
     const { apiKey } = await createApiKey(db.pool, other.id, { scopes: READ_ONLY_SCOPES });
-    const bucket = `${api.platform.config.REDIS_KEY_PREFIX}rl:merchant:${slow.name}:${other.id}`;
+    const bucket = rateBucketKey(
+      api.platform.config.REDIS_KEY_PREFIX,
+      'merchant',
+      slow.name,
+      other.id,
+    );
     expectRefused(
       await post('/payments', apiKey, { amount: 500, currency: 'EUR' }, randomUUID()),
       'payments:write',

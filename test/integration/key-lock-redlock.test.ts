@@ -4,18 +4,25 @@ import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { Redis, type Command } from 'ioredis';
 import type { Lock } from 'redlock';
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { createKeyLocks, createKeyRedlock } from '../../src/idempotency/key-lock.js';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import {
+  createKeyLocks,
+  createKeyRedlock,
+  inFlightMarkerKey,
+  keyLockKey,
+} from '../../src/idempotency/key-lock.js';
+import type { RedisClient } from '../../src/platform/redis/redis.js';
 import { deleteKeysWithPrefix, uniqueSuffix } from '../support/isolation.js';
+import { testRedisClient } from '../support/test-redis-client.js';
 
-let redis: Redis;
+let redis: RedisClient;
 const prefix = `test:${uniqueSuffix()}:`;
 const merchantId = randomUUID();
-const lockKey = (key: string) => `${prefix}idem:lock:${merchantId}:${key}`;
-const inFlightKey = (key: string) => `${prefix}idem:inflight:${merchantId}:${key}`;
+const lockKey = (key: string) => keyLockKey(prefix, merchantId, key);
+const inFlightKey = (key: string) => inFlightMarkerKey(prefix, merchantId, key);
 
 beforeAll(() => {
-  redis = new Redis(inject('services').redisUrl);
+  redis = testRedisClient();
 });
 afterAll(async () => {
   await deleteKeysWithPrefix(redis, prefix);
@@ -23,7 +30,7 @@ afterAll(async () => {
 });
 
 /** The commands `client` sends from now on, by name (not the connection's own CLIENT SETINFO). */
-function recordCommands(client: Redis): string[] {
+function recordCommands(client: RedisClient): string[] {
   const sent: string[] = [];
   const send = client.sendCommand.bind(client);
   client.sendCommand = (command: Command, ...rest: unknown[]) => {
@@ -34,7 +41,7 @@ function recordCommands(client: Redis): string[] {
 }
 
 /** Key locks whose Redlock hands out the locks it takes, to compare with what Redis holds. */
-function locksWithRedlock(client: Redis, ttlMs = 5_000) {
+function locksWithRedlock(client: RedisClient, ttlMs = 5_000) {
   const redlock = createKeyRedlock(client);
   const taken: Lock[] = [];
   const acquire = redlock.acquire.bind(redlock);
@@ -86,7 +93,7 @@ describe('key locks are Redlock locks (real Redis)', () => {
   });
 
   it('when a claim is refused, then two commands: the acquire and the read of which (no clean-up release)', async () => {
-    const client = new Redis(inject('services').redisUrl);
+    const client = testRedisClient();
     try {
       const { locks } = locksWithRedlock(client);
       await locks.claim(merchantId, 'k-count', 'f1');

@@ -1,16 +1,22 @@
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createKeyLocks, type ClaimAttempt } from '../../src/idempotency/key-lock.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createKeyLocks,
+  inFlightMarkerKey,
+  keyLockKey,
+  type ClaimAttempt,
+} from '../../src/idempotency/key-lock.js';
 import { createResponseCache } from '../../src/idempotency/response-cache.js';
 import type { StoredResponse } from '../../src/idempotency/stored-response.js';
+import type { RedisClient } from '../../src/platform/redis/redis.js';
 import { redisScript } from '../../src/platform/redis/redis-script.js';
 import { deleteKeysWithPrefix, uniqueSuffix } from '../support/isolation.js';
+import { testRedisClient } from '../support/test-redis-client.js';
 
-let redis: Redis;
+let redis: RedisClient;
 const prefix = `test:${uniqueSuffix()}:`;
 beforeAll(() => {
-  redis = new Redis(inject('services').redisUrl);
+  redis = testRedisClient();
 });
 afterAll(async () => {
   await deleteKeysWithPrefix(redis, prefix);
@@ -54,8 +60,8 @@ describe('key locks (real Redis): the cache check and the lock in one command', 
       kind: 'cached',
       response: stored,
     });
-    expect(await redis.exists(`${prefix}idem:lock:${merchantId}:k-done`)).toBe(0);
-    expect(await redis.exists(`${prefix}idem:inflight:${merchantId}:k-done`)).toBe(0);
+    expect(await redis.exists(keyLockKey(prefix, merchantId, 'k-done'))).toBe(0);
+    expect(await redis.exists(inFlightMarkerKey(prefix, merchantId, 'k-done'))).toBe(0);
     // The cache read by itself (the in-flight twin's poll) sees the same entry.
     const cache = createResponseCache(redis, prefix);
     expect(await cache.get(merchantId, 'k-done')).toEqual(stored);
@@ -64,7 +70,7 @@ describe('key locks (real Redis): the cache check and the lock in one command', 
   it('when a lock expired and another request took it, then the first release leaves the new holder alone', async () => {
     const l = lockFor();
     const first = acquired(await l.claim(merchantId, 'k-expired', 'f1'));
-    await redis.del(`${prefix}idem:lock:${merchantId}:k-expired`); // as if its TTL ran out
+    await redis.del(keyLockKey(prefix, merchantId, 'k-expired')); // as if its TTL ran out
     const second = acquired(await l.claim(merchantId, 'k-expired', 'f2'));
     await first.release();
     expect(await l.claim(merchantId, 'k-expired', 'f3')).toEqual({

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createOutageLog } from '../../src/platform/resilience/outage-log.js';
-import { closeRedis, createRedis, type Redis } from '../../src/platform/redis/redis.js';
-import { createRateLimit } from '../../src/rate-limits/rate-limiter.js';
+import { closeRedis, createRedis, type RedisClient } from '../../src/platform/redis/redis.js';
+import { createRateLimit, rateBucketKey } from '../../src/rate-limits/rate-limiter.js';
 import { capturedLogger } from '../support/captured-logger.js';
 import { deleteKeysWithPrefix, uniqueSuffix } from '../support/isolation.js';
 
@@ -12,13 +12,19 @@ import { deleteKeysWithPrefix, uniqueSuffix } from '../support/isolation.js';
 // a function" and ioredis then crashed the process ("results[i] is not iterable"; an API
 // replaced by the chaos run's rolling restart died 0.1 s after ready).
 
-let redis: Redis;
+let redis: RedisClient;
 const prefix = `test:${uniqueSuffix()}:`;
 
 beforeAll(async () => {
   const { logger } = capturedLogger();
+  const { redisUrl, redisClusterNodes, redisTlsCaFile } = inject('services');
   redis = createRedis(
-    { REDIS_URL: inject('services').redisUrl, REDIS_COMMAND_TIMEOUT_MS: 2_000 },
+    {
+      REDIS_URL: redisUrl,
+      REDIS_COMMAND_TIMEOUT_MS: 2_000,
+      REDIS_CLUSTER_NODES: redisClusterNodes?.split(','),
+      REDIS_TLS_CA_FILE: redisTlsCaFile,
+    },
     logger,
   );
   await redis.connect();
@@ -45,7 +51,10 @@ describe('rate limits on the auto-pipelining client', () => {
 
     // Counted in Redis (not by the per-process fallback): the buckets exist there.
     for (const policy of policies) {
-      const tokens = await redis.hget(`${prefix}rl:merchant:${policy.name}:m1`, 'tokens');
+      const tokens = await redis.hget(
+        rateBucketKey(prefix, 'merchant', policy.name, 'm1'),
+        'tokens',
+      );
       expect(Number(tokens)).toBe(4);
     }
     expect(decisions.map((d) => d.remaining)).toEqual([4, 4, 4]);

@@ -1,7 +1,8 @@
 import type { Command } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import { postPayment, startTestApi, type TestApi } from '../support/test-api.js';
+import { isCluster } from '../support/test-redis-client.js';
 
 let db: TestDatabase;
 let api: TestApi;
@@ -37,6 +38,10 @@ async function commandsOf(request: () => Promise<{ status: number }>, status: nu
 }
 
 describe('Redis commands on the POST path (DESIGN: one command per step)', () => {
+  it('when the run is against a Redis Cluster (test:redis-cluster), then the API uses a Cluster client', () => {
+    expect(isCluster(api.platform.redis)).toBe(inject('services').redisClusterNodes !== undefined);
+  });
+
   it('when a payment is new, then three commands: rate limit + cache read, claim, cache write + release', async () => {
     const create = () => postPayment(api, { apiKey, key: 'trips-1' });
     expect(await commandsOf(create, 202)).toEqual(['evalsha', 'evalsha', 'evalsha']);

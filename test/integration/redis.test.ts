@@ -1,3 +1,4 @@
+import { testRedisClient } from '../support/test-redis-client.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestRedis, type TestRedis } from '../support/isolation.js';
 
@@ -32,7 +33,7 @@ describe('redis (real server, per-file key prefix)', () => {
     await a.redis.set('survivor', 'yes');
     await other.cleanup();
     expect(await a.redis.get('survivor')).toBe('yes');
-    const raw = a.redis.duplicate({ keyPrefix: '' });
+    const raw = testRedisClient();
     expect(await raw.exists(`${other.prefix}k`)).toBe(0);
     raw.disconnect();
   });

@@ -14,6 +14,7 @@ import { createTestDatabase, TEST_SECRETS_KEYS, type TestDatabase } from '../sup
 import { REPO_ROOT } from '../support/services.js';
 import { storedWebhookSecrets } from '../support/stored-webhook-secrets.js';
 import { send, startTestApi, type Answer, type TestApi } from '../support/test-api.js';
+import { scanKeys } from '../../tools/support/scan-keys.js';
 
 // Issue 38 items 1-2 (DESIGN 113, 114): no webhook signing secret in clear in Postgres (any
 // table, any text, json or bytea column) or in Redis (any key of the API's prefix), after
@@ -95,17 +96,8 @@ async function postgresHolding(needle: string): Promise<string[]> {
 async function redisHolding(needle: string): Promise<string[]> {
   const redis = api.platform.redis;
   const found: string[] = [];
-  let cursor = '0';
   let seen = 0;
-  do {
-    const [next, keys] = await redis.scan(
-      cursor,
-      'MATCH',
-      `${api.platform.config.REDIS_KEY_PREFIX}*`,
-      'COUNT',
-      500,
-    );
-    cursor = next;
+  await scanKeys(redis, api.platform.config.REDIS_KEY_PREFIX, async (keys) => {
     for (const key of keys) {
       seen++;
       const type = await redis.type(key);
@@ -124,7 +116,7 @@ async function redisHolding(needle: string): Promise<string[]> {
       if (value === null || value.includes(needle) || value.startsWith('unknown type'))
         found.push(`${key} (${type})`);
     }
-  } while (cursor !== '0');
+  });
   expect(seen).toBeGreaterThan(0);
   return found;
 }
@@ -273,12 +265,16 @@ describe('webhook secrets at rest', () => {
 function runReencrypt(
   ring: string,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const { REDIS_CLUSTER_NODES: cluster, REDIS_TLS_CA_FILE: caFile } = api.platform.config;
   const child = spawn(process.execPath, [path.join(REPO_ROOT, 'dist/cli/secrets-reencrypt.js')], {
     env: {
       PATH: process.env.PATH ?? '',
       DATABASE_URL: db.url,
       REDIS_URL: api.platform.config.REDIS_URL,
       REDIS_KEY_PREFIX: api.platform.config.REDIS_KEY_PREFIX,
+      // The run's Redis topology (a Cluster under test:redis-cluster), as the API has it.
+      ...(cluster ? { REDIS_CLUSTER_NODES: cluster.join(',') } : {}),
+      ...(caFile ? { REDIS_TLS_CA_FILE: caFile } : {}),
       SECRETS_KEYS: ring,
     },
   });

@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { Redis } from 'ioredis';
+import { Cluster } from 'ioredis';
 import { inject } from 'vitest';
 import { loadConfig, type Config } from '../../src/platform/config/config.js';
 import { deleteKeysWithPrefix as deleteAllWithPrefix } from '../../tools/support/delete-keys-with-prefix.js';
 import { createScratchDatabase } from '../../tools/support/scratch-database.js';
+import type { RedisClient } from '../../src/platform/redis/redis.js';
 import { roleDatabaseUrl, type ServiceRole } from './role-login.js';
+import { testRedisClient } from './test-redis-client.js';
 
 /** A short random suffix; test resources are named `<what>-<suffix>` so parallel files never meet. */
 export function uniqueSuffix(): string {
@@ -63,7 +65,7 @@ export async function createTestDatabase({ migrated = true } = {}): Promise<Test
 }
 
 export interface TestRedis {
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   /** Deletes every key under this file's prefix and disconnects. */
   cleanup: () => Promise<void>;
@@ -71,7 +73,7 @@ export interface TestRedis {
 
 export async function createTestRedis(): Promise<TestRedis> {
   const prefix = `test:${uniqueSuffix()}:`;
-  const redis = new Redis(inject('services').redisUrl, { keyPrefix: prefix });
+  const redis = testRedisClient(inject('services').redisUrl, { keyPrefix: prefix });
   await redis.ping();
   return {
     redis,
@@ -87,8 +89,11 @@ export async function createTestRedis(): Promise<TestRedis> {
  * Deletes every key under `prefix`: this file's "FLUSHDB", which leaves the keys of files
  * running in parallel alone. SCAN patterns ignore ioredis' keyPrefix, so a raw client is used.
  */
-export async function deleteKeysWithPrefix(redis: Redis, prefix: string): Promise<void> {
-  const raw = redis.duplicate({ keyPrefix: '', lazyConnect: false, enableOfflineQueue: true });
+export async function deleteKeysWithPrefix(redis: RedisClient, prefix: string): Promise<void> {
+  const raw =
+    redis instanceof Cluster
+      ? redis.duplicate([], { keyPrefix: '', lazyConnect: false, enableOfflineQueue: true })
+      : redis.duplicate({ keyPrefix: '', lazyConnect: false, enableOfflineQueue: true });
   try {
     await deleteAllWithPrefix(raw, prefix);
   } finally {
@@ -127,6 +132,11 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     PORT: '0',
     DATABASE_URL: databaseUrl,
     REDIS_URL: services.redisUrl,
+    // The run's Cluster, unless the test points REDIS_URL at a node of its own (an outage).
+    ...(services.redisClusterNodes && overrides.REDIS_URL === undefined
+      ? { REDIS_CLUSTER_NODES: services.redisClusterNodes }
+      : {}),
+    ...(services.redisTlsCaFile ? { REDIS_TLS_CA_FILE: services.redisTlsCaFile } : {}),
     KAFKA_BROKERS: services.kafkaBrokers,
     REDIS_KEY_PREFIX: `test:${uniqueSuffix()}:`,
     KAFKA_TOPIC_PAYMENTS: uniqueTopic('payments'),

@@ -15,12 +15,21 @@ export interface Services {
   databaseUrl: string;
   redisUrl: string;
   kafkaBrokers: string;
+  /**
+   * Seeds of a Redis Cluster (REDIS_CLUSTER_NODES, env mode only; `npm run test:redis-cluster`):
+   * the tests' Redis clients and APIs then use a Cluster client logged in as redisUrl's user.
+   */
+  redisClusterNodes?: string;
+  /** REDIS_TLS_CA_FILE for a `rediss://` redisUrl (env mode only). */
+  redisTlsCaFile?: string;
 }
 
 /** The variables that point the suite (and the service) at a running stack. */
 const STACK_VARIABLES = [
   'DATABASE_URL',
   'REDIS_URL',
+  'REDIS_CLUSTER_NODES',
+  'REDIS_TLS_CA_FILE',
   'KAFKA_BROKERS',
   'API_DATABASE_URL',
   'RELAY_DATABASE_URL',
@@ -51,7 +60,8 @@ export async function resolveServices(): Promise<{
     for (const name of STACK_VARIABLES) Reflect.deleteProperty(process.env, name);
     return startContainers();
   }
-  const { DATABASE_URL, REDIS_URL, KAFKA_BROKERS } = process.env;
+  const { DATABASE_URL, REDIS_URL, KAFKA_BROKERS, REDIS_CLUSTER_NODES, REDIS_TLS_CA_FILE } =
+    process.env;
   if (DATABASE_URL && REDIS_URL && KAFKA_BROKERS) {
     return {
       services: {
@@ -59,6 +69,8 @@ export async function resolveServices(): Promise<{
         databaseUrl: DATABASE_URL,
         redisUrl: REDIS_URL,
         kafkaBrokers: KAFKA_BROKERS,
+        ...(REDIS_CLUSTER_NODES ? { redisClusterNodes: REDIS_CLUSTER_NODES } : {}),
+        ...(REDIS_TLS_CA_FILE ? { redisTlsCaFile: REDIS_TLS_CA_FILE } : {}),
       },
       stop: () => Promise.resolve(),
     };

@@ -7,6 +7,7 @@ import { ConfigError } from './config-error.js';
 import { checkKafkaSettings, kafkaSettings } from './kafka-settings.js';
 import { migrationSettings } from './migration-settings.js';
 import { pipelineSettings } from './pipeline-settings.js';
+import { checkRedisTopology, redisSettings } from './redis-settings.js';
 import { retentionSettings } from './retention-settings.js';
 import { secretsSettings } from './secrets-settings.js';
 import { webhookSettings } from './webhook-settings.js';
@@ -23,6 +24,7 @@ export { ConfigError };
 export const configSchema = z.object({
   ...connectionSettings,
   ...kafkaSettings,
+  ...redisSettings,
   ...apiSettings,
   ...pipelineSettings,
   ...acquirerLinkSettings,
@@ -41,6 +43,7 @@ export type Config = z.infer<typeof configSchema>;
 export const FILE_SETTINGS = [
   'DATABASE_URL',
   'REDIS_URL',
+  'REDIS_SENTINEL_PASSWORD',
   'SECRETS_KEYS',
   'ACQUIRER_TOKEN',
   'KAFKA_SASL_PASSWORD',
@@ -104,6 +107,7 @@ export function loadConfig(
   }
   checkJobLeases(config);
   checkKafkaSettings(config, readFile);
+  checkRedisTopology(config);
   if (config.NODE_ENV === 'production') {
     for (const name of CREDENTIAL_URLS) {
       if (usesBuiltInCredentials(config[name])) {

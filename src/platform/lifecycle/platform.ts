@@ -4,7 +4,13 @@ import { createKafka, pingKafka, type Admin, type KafkaClient } from '../kafka/k
 import type { Logger } from '../telemetry/logger.js';
 import type { DependencyCheck } from './readiness.js';
 import { registerReadinessProbe } from './readiness-metrics.js';
-import { closeRedis, connectRedis, createRedis, pingRedis, type Redis } from '../redis/redis.js';
+import {
+  closeRedis,
+  connectRedis,
+  createRedis,
+  pingRedis,
+  type RedisClient,
+} from '../redis/redis.js';
 
 /** The shared clients of one process: one pool, one Redis connection, one Kafka client. */
 export interface Platform {
@@ -12,7 +18,7 @@ export interface Platform {
   logger: Logger;
   pool: Pool;
   /** Created on first use: a process without the API never opens a Redis connection. */
-  redis: Redis;
+  redis: RedisClient;
   /** Created on first use: a process without a Kafka role never opens a Kafka connection. */
   kafka: KafkaClient;
   /** Topic administration (created on first use); connected at start-up for Kafka roles. */
@@ -44,7 +50,7 @@ export async function createPlatform(
 ): Promise<Platform> {
   const pool = createPool(config, logger);
   const usesRedis = options.redis ?? true;
-  let redis: Redis | undefined;
+  let redis: RedisClient | undefined;
   const redisClient = () => (redis ??= createRedis(config, logger));
   let kafka: KafkaClient | undefined;
   let admin: Admin | undefined;

@@ -1,4 +1,4 @@
-import type { Redis } from './redis.js';
+import type { RedisClient } from './redis.js';
 import type { Logger } from '../telemetry/logger.js';
 
 /** One command a role sends, as it sends it (on a key of the pattern it uses). */
@@ -38,7 +38,7 @@ export function redisUser(url: string): string {
  * (a script's inner commands are checked against the same user).
  */
 export async function checkRedisPermissions(
-  redis: Redis,
+  redis: RedisClient,
   user: string,
   probes: readonly RedisProbe[],
 ): Promise<void> {
@@ -61,7 +61,7 @@ export async function checkRedisPermissions(
  * again). Returns a stop function.
  */
 export async function guardRedisPermissions(
-  redis: Redis,
+  redis: RedisClient,
   user: string,
   probes: readonly RedisProbe[],
   logger: Logger,

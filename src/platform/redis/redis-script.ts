@@ -1,10 +1,14 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from './redis.js';
+import type { RedisClient } from './redis.js';
 
 /** A Lua script sent by its SHA1 (EVALSHA); its text goes out only when Redis lacks it. */
 export interface RedisScript {
   /** Runs the script: one round trip, two only after a Redis restart or SCRIPT FLUSH. */
-  run(redis: Redis, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown>;
+  run(
+    redis: RedisClient,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+  ): Promise<unknown>;
 }
 
 /**
