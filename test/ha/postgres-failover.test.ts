@@ -40,6 +40,8 @@ interface Sent {
 
 let database: ScratchDatabase;
 let owner: pg.Pool;
+/** What beforeAll got to make, for afterAll to undo even when it failed part-way. */
+const made: { database?: ScratchDatabase; owner?: pg.Pool } = {};
 let api: RoleProcess | undefined;
 
 beforeAll(async () => {
@@ -47,19 +49,21 @@ beforeAll(async () => {
   if (serverUrl === undefined) throw new Error('DATABASE_URL is unset: run via npm run test:ha');
   await haStack(['status', 'postgres'], 30_000); // whole before we start (exit 3 otherwise)
   database = await createScratchDatabase(serverUrl, `ha_pg_${randomBytes(5).toString('hex')}`);
+  made.database = database;
   await applyMigrations(database.url, createLogger({ LOG_LEVEL: 'warn', LOG_FORMAT: 'json' }));
   owner = new pg.Pool({ connectionString: database.url, max: 2, connectionTimeoutMillis: 10_000 });
+  made.owner = owner;
   owner.on('error', () => undefined); // its idle connections die with the primary
   await defineTier(owner, BENCH_TIER);
 });
 
 afterAll(async () => {
   await api?.stop();
-  await owner.end();
+  await made.owner?.end();
   // The topology whole again for the next file: the killed node rebuilt as the new standby.
   await haStack(['start', 'postgres'], 300_000);
   await haStack(['status', 'postgres'], 30_000);
-  await database.drop();
+  await made.database?.drop();
 });
 
 /** The API as deployed: its own process from dist/, its own login, this file's names. */
