@@ -124,6 +124,9 @@ pgha_start_node() {
   pgha_write_conf "$n"
   if pgha_running "$n"; then return 0; fi
   port_open "$port" && die "port $port is taken by another process"
+  # A SIGKILLed postmaster leaves its socket lock; while the dead one is an unreaped zombie,
+  # Postgres would take its pid for a live server. Not running (pid_alive), so it is stale.
+  as_pg rm -f "$(pgha_sock "$n")/.s.PGSQL.$port" "$(pgha_sock "$n")/.s.PGSQL.$port.lock"
   log "postgres HA: starting node $n on 127.0.0.1:$port"
   as_pg "$PG_BIN/pg_ctl" -D "$(pgha_data "$n")" -l "$(pgha_log "$n")" -w -t "$WAIT_SECS" -s start 9>&- ||
     { tail_logs "$(pgha_log "$n")"; die "postgres node $n failed to start"; }
