@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parse } from 'pg-connection-string';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/platform/config/config.js';
 import { roleDatabaseUrl } from '../../tools/support/role-database-url.js';
@@ -28,11 +28,13 @@ describe('database URLs with verify-full TLS (DESIGN 124)', () => {
   it('when the config reads such a URL, then it is accepted as is and node-postgres reads both parameters', () => {
     const config = loadConfig({ DATABASE_URL: OWNER }, () => '');
     expect(config.DATABASE_URL).toBe(OWNER);
-    // pg-connection-string reads the CA file into ssl.ca; verify-full keeps Node's default
-    // certificate and host name checks (no rejectUnauthorized: false).
+    // node-postgres (pg-connection-string) reads the CA file into ssl.ca; verify-full keeps
+    // Node's default certificate and host name checks (no rejectUnauthorized: false). The parsed
+    // parameters are not in pg's types, hence the cast.
     const ca = path.join(mkdtempSync(path.join(tmpdir(), 'ca-')), 'ca.pem');
     writeFileSync(ca, 'the CA certificate');
-    const parsed = parse(config.DATABASE_URL.replace('/tmp/stack/ha/tls/ca.pem', ca));
-    expect(parsed.ssl).toEqual({ ca: 'the CA certificate' });
+    const client = new pg.Client(config.DATABASE_URL.replace('/tmp/stack/ha/tls/ca.pem', ca));
+    const parsed = client as unknown as { connectionParameters: { ssl: unknown } };
+    expect(parsed.connectionParameters.ssl).toEqual({ ca: 'the CA certificate' });
   });
 });
