@@ -1,6 +1,12 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { MigrationBuilder, runner } from 'node-pg-migrate';
+import type { Logger } from '../telemetry/logger.js';
+import {
+  createdIndexNames,
+  dropInvalidIndexes,
+  refuseInvalidIndexesSql,
+} from './invalid-indexes.js';
 
 type LoaderStrategy = NonNullable<
   Parameters<typeof runner>[0]['migrationLoaderStrategies']
@@ -53,21 +59,37 @@ export function noTransactionStatements(text: string, file: string): string[] {
     .filter((statement) => statement !== '');
 }
 
-function applyUp(pgm: MigrationBuilder, text: string, file: string, limits: MigrationLimits): void {
-  const lock = `${String(limits.lockTimeoutMs)}ms`;
-  const statement = `${String(limits.statementTimeoutMs)}ms`;
+async function applyUp(
+  pgm: MigrationBuilder,
+  text: string,
+  file: string,
+  limits: MigrationLimits,
+  logger: Pick<Logger, 'warn'>,
+): Promise<void> {
+  const limitsSql = (set: 'SET' | 'SET LOCAL') => [
+    `${set} lock_timeout = '${String(limits.lockTimeoutMs)}ms'`,
+    `${set} statement_timeout = '${String(limits.statementTimeoutMs)}ms'`,
+  ];
   if (!isNoTransaction(text)) {
     // SET LOCAL: the limits end with this migration's transaction, so they never bound the
     // advisory-lock wait that makes a second migrator wait for the first.
-    pgm.sql(`SET LOCAL lock_timeout = '${lock}'`);
-    pgm.sql(`SET LOCAL statement_timeout = '${statement}'`);
+    for (const sql of limitsSql('SET LOCAL')) pgm.sql(sql);
     pgm.sql(upSection(text));
     return;
   }
   pgm.noTransaction();
-  pgm.sql(`SET lock_timeout = '${lock}'`);
-  pgm.sql(`SET statement_timeout = '${statement}'`);
-  for (const sql of noTransactionStatements(text, file)) pgm.sql(sql);
+  const statements = noTransactionStatements(text, file);
+  const indexes = createdIndexNames(statements);
+  if (indexes.length > 0) {
+    // At once, before the file's statements are even queued: what an earlier, failed run of this
+    // file left INVALID goes, so IF NOT EXISTS cannot keep it (DESIGN 125).
+    for (const sql of limitsSql('SET')) await pgm.db.query(sql);
+    await dropInvalidIndexes(pgm.db, indexes, file, logger);
+  }
+  for (const sql of limitsSql('SET')) pgm.sql(sql);
+  for (const sql of statements) pgm.sql(sql);
+  // Last before node-pg-migrate records the file: never recorded with an invalid index.
+  if (indexes.length > 0) pgm.sql(refuseInvalidIndexesSql(indexes, file));
   pgm.sql('RESET lock_timeout');
   pgm.sql('RESET statement_timeout');
 }
@@ -75,11 +97,13 @@ function applyUp(pgm: MigrationBuilder, text: string, file: string, limits: Migr
 /**
  * Loads migrations/*.sql as node-pg-migrate's SQL loader does (up before `-- Down Migration`),
  * adding per-migration limits and the no-transaction marker. `onStart` hears each migration's
- * name as it begins, so a failure can be attributed to its migration.
+ * name as it begins, so a failure can be attributed to its migration; `logger` hears the invalid
+ * indexes dropped before a no-transaction file runs again.
  */
 export function createSqlLoader(
   limits: MigrationLimits,
   onStart: (name: string) => void,
+  logger: Pick<Logger, 'warn'>,
 ): MigrationLoader {
   return async (filePaths) =>
     Promise.all(
@@ -92,9 +116,9 @@ export function createSqlLoader(
           id: filePath,
           filePaths: [filePath],
           actions: {
-            up: (pgm: MigrationBuilder) => {
+            up: async (pgm: MigrationBuilder) => {
               onStart(name);
-              applyUp(pgm, text, name, limits);
+              await applyUp(pgm, text, name, limits, logger);
             },
             down:
               down < 0

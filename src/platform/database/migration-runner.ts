@@ -156,7 +156,7 @@ async function runOnce(
       singleTransaction: false,
       advisoryLockMode: 'wait',
       migrationLoaderStrategies: [
-        { extensions: ['.sql'], loader: createSqlLoader(settings, onStart) },
+        { extensions: ['.sql'], loader: createSqlLoader(settings, onStart, logger) },
       ],
       logger: runnerLogger(logger),
     });
