@@ -123,6 +123,7 @@ pgha_start_node() {
   port="$(pgha_port "$n")"
   pgha_write_conf "$n"
   if pgha_running "$n"; then return 0; fi
+  pgha_wait_reaped "$n"
   port_open "$port" && die "port $port is taken by another process"
   # A SIGKILLed postmaster leaves its socket lock; while the dead one is an unreaped zombie,
   # Postgres would take its pid for a live server. Not running (pid_alive), so it is stale.
@@ -130,6 +131,20 @@ pgha_start_node() {
   log "postgres HA: starting node $n on 127.0.0.1:$port"
   as_pg "$PG_BIN/pg_ctl" -D "$(pgha_data "$n")" -l "$(pgha_log "$n")" -w -t "$WAIT_SECS" -s start 9>&- ||
     { tail_logs "$(pgha_log "$n")"; die "postgres node $n failed to start"; }
+}
+
+# A SIGKILLed postmaster stays a zombie until its parent (init here) reaps it, and Postgres
+# takes a zombie's pid in postmaster.pid for a live server: wait for it to go.
+pgha_wait_reaped() {
+  local file pid deadline=$((SECONDS + WAIT_SECS))
+  file="$(pgha_data "$1")/postmaster.pid"
+  [[ -f $file ]] || return 0
+  pid="$(head -n 1 "$file")"
+  [[ $pid =~ ^[0-9]+$ ]] || return 0
+  while kill -0 "$pid" 2>/dev/null && ! pid_alive "$pid"; do
+    ((SECONDS < deadline)) || die "postgres HA: node $1's killed postmaster (pid $pid) was never reaped"
+    sleep 0.2
+  done
 }
 
 pgha_stop_node() {
