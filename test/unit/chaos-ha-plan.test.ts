@@ -3,6 +3,7 @@ import { parseChaosOptions } from '../../tools/chaos/chaos-options.js';
 import { planHaFaults, TAIL_SECONDS, WARMUP_SECONDS } from '../../tools/chaos/fault-plan.js';
 import type { FaultWindow } from '../../tools/chaos/fault-window.js';
 import { HaRun } from '../../tools/chaos/ha-run.js';
+import { unquote } from '../../tools/chaos/stack-control.js';
 import { Timeline } from '../../tools/chaos/timeline.js';
 import type { RequestSample } from '../../tools/load/http-transport.js';
 
@@ -76,5 +77,15 @@ describe('chaos --ha: unavailability per phase', () => {
       'no checkpoint ran after "first"',
       'no checkpoint ran after "second"',
     ]);
+  });
+});
+
+describe("chaos reads scripts/stack.sh env's lines as the shell does", () => {
+  it('when a value is single-quoted (a URL with &), then the quotes go and the value stays whole', () => {
+    expect(unquote("'postgres://u:p@h:1/db?sslmode=verify-full&sslrootcert=/ca.pem'")).toBe(
+      'postgres://u:p@h:1/db?sslmode=verify-full&sslrootcert=/ca.pem',
+    );
+    expect(unquote("'it'\\''s'")).toBe("it's");
+    expect(unquote('redis://127.0.0.1:6379')).toBe('redis://127.0.0.1:6379');
   });
 });

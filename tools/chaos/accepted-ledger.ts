@@ -56,13 +56,11 @@ export class AcceptedLedger {
     await this.loop;
   }
 
-  get count(): number {
-    return this.accepted.length;
-  }
-
-  /** The accepted payments the database does not have (empty: none lost). */
-  async missing(db: pg.Pool): Promise<Accepted[]> {
-    const ids = this.accepted.map((a) => a.paymentId);
+  /** How many were accepted so far, and those of them the database does not have (none lost). */
+  async missing(db: pg.Pool): Promise<{ judged: number; missing: Accepted[] }> {
+    // The ones accepted so far: those answered while the query runs are judged next time.
+    const judged = [...this.accepted];
+    const ids = judged.map((a) => a.paymentId);
     const { rows } = await db.query<{ id: string }>(
       `SELECT p.id FROM payments p
          JOIN idempotency_keys k ON k.payment_id = p.id
@@ -70,7 +68,7 @@ export class AcceptedLedger {
       [ids],
     );
     const found = new Set(rows.map((row) => row.id));
-    return this.accepted.filter((a) => !found.has(a.paymentId));
+    return { judged: judged.length, missing: judged.filter((a) => !found.has(a.paymentId)) };
   }
 
   /** Sends key n until it is accepted, refused for good (4xx other than 409) or the run stops. */

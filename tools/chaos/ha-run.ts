@@ -29,6 +29,7 @@ interface Checkpoint {
 export class HaRun {
   private ledger: AcceptedLedger | null = null;
   private readonly checkpoints: Checkpoint[] = [];
+  private final: { accepted: number; missing: string[] } | null = null;
 
   constructor(
     private readonly input: {
@@ -58,8 +59,9 @@ export class HaRun {
   async checkpoint(window: FaultWindow): Promise<void> {
     const { timeline } = this.input;
     const until = new Date();
-    const missing = this.ledger ? await this.ledger.missing(this.input.db) : [];
-    const accepted = this.ledger?.count ?? 0;
+    const { judged: accepted, missing } = this.ledger
+      ? await this.ledger.missing(this.input.db)
+      : { judged: 0, missing: [] };
     const verify = await runCommand(
       process.execPath,
       [
@@ -77,11 +79,13 @@ export class HaRun {
         timeoutMs: (this.input.verifyWaitSeconds + 300) * 1000,
       },
     );
-    const verifyTail = `${verify.stderr}${verify.stdout}`
-      .trimEnd()
-      .split('\n')
-      .slice(-3)
-      .join(' | ');
+    // Its verdict: the violations line (or its last line when it could not judge).
+    const output = `${verify.stderr}${verify.stdout}`.trimEnd().split('\n');
+    const verifyTail = (
+      output.find((line) => line.trim().startsWith('violations')) ??
+      output[output.length - 1] ??
+      ''
+    ).trim();
     this.checkpoints.push({
       window,
       accepted,
@@ -95,9 +99,16 @@ export class HaRun {
     );
   }
 
+  /** Stops the ledger client and looks up every payment it was ever answered 202 for. */
   async stopLedger(): Promise<RequestSample[]> {
-    await this.ledger?.stop();
-    return this.ledger?.samples ?? [];
+    if (!this.ledger) return [];
+    await this.ledger.stop();
+    const { judged, missing } = await this.ledger.missing(this.input.db);
+    this.final = { accepted: judged, missing: missing.map((m) => `${m.key} -> ${m.paymentId}`) };
+    this.input.timeline.note(
+      `ledger stopped: ${judged - missing.length} of ${judged} accepted payments found`,
+    );
+    return this.ledger.samples;
   }
 
   /** The phases' lines for the report, and why the run failed (empty: it did not). */
@@ -138,6 +149,17 @@ export class HaRun {
           failures.push(`verify after "${window.fault.label}" exited ${check.verifyExit ?? '-'}`);
       }
     });
+    const final = this.final;
+    if (final) {
+      lines.push(
+        `  every 202 of the run, after the load: ${final.accepted - final.missing.length} of ${final.accepted} found`,
+      );
+      if (final.missing.length > 0) {
+        failures.push(
+          `${final.missing.length} accepted payments missing at the end: ${final.missing.slice(0, 5).join(', ')}`,
+        );
+      }
+    }
     return { lines, failures };
   }
 }

@@ -53,7 +53,7 @@ export class StackControl {
     const out = await this.stack(['env', ...(kafka3 ? ['kafka3'] : [])], 30_000);
     const found: Record<string, string> = {};
     for (const match of out.matchAll(/^export (\w+)=(.*)$/gm)) {
-      if (match[1] !== undefined && match[2] !== undefined) found[match[1]] = match[2];
+      if (match[1] !== undefined && match[2] !== undefined) found[match[1]] = unquote(match[2]);
     }
     const { DATABASE_URL, REDIS_URL, KAFKA_BROKERS } = found;
     if (!DATABASE_URL || !REDIS_URL || !KAFKA_BROKERS) {
@@ -176,6 +176,12 @@ export class StackControl {
       timeoutMs,
     });
   }
+}
+
+/** A value as the shell reads it: `'a&b'` (and `'\''` inside) or a bare word. */
+export function unquote(value: string): string {
+  if (!value.startsWith("'")) return value;
+  return value.slice(1, -1).replaceAll("'\\''", "'");
 }
 
 /** Every live process below `pid`, from /proc (Linux). */
