@@ -1,5 +1,6 @@
 import { createRelayProducer } from '../../outbox/relay-kafka.js';
 import { publish, type KafkaClient } from '../../platform/kafka/kafka.js';
+import { lettersCommitted, withoutLetters, type LetterBatches } from './dead-letter-in-doubt.js';
 import type { SendDeadLetters } from './dead-letter-store.js';
 
 /** The dead-letter publisher's Kafka producer: transactional, replaced after a failed send. */
@@ -19,7 +20,9 @@ export interface DeadLetterProducer {
  * the broker aborts the failed transaction, so records of it that a frozen broker appends late
  * are never visible, and the retried letters are the only committed copy (DESIGN 49). The client
  * and producer are the relay's (bounded retries and request timeouts): a send fails, it does not
- * hang.
+ * hang. A commit that went out unanswered (its coordinator killed) may have committed: the next
+ * registration settles it, and a read of the topic says whether its letters are there
+ * (dead-letter-in-doubt.ts); found ones count as sent and are never sent again.
  */
 export function createDeadLetterProducer(kafka: KafkaClient, clientId: string): DeadLetterProducer {
   const producer = createRelayProducer(kafka, {
@@ -27,20 +30,42 @@ export function createDeadLetterProducer(kafka: KafkaClient, clientId: string): 
     purpose: 'dead-letters',
     transactionTimeoutMs: 60_000,
   });
+  /** Letters of an unanswered commit found on the topic: never sent again (kept for the process). */
+  const onTopic = new Set<string>();
+  /** The letters of an unanswered commit not settled yet (Kafka still unreachable). */
+  let inDoubt: LetterBatches | null = null;
   return {
     connected: async () => {
       await producer.connected();
     },
     send: async (batches) => {
+      if (inDoubt !== null) {
+        // A commit of an earlier send went unanswered and could not be settled then: settle it
+        // first, so letters it committed are not sent twice.
+        for (const identity of await lettersCommitted(kafka, producer.connected, inDoubt))
+          onTopic.add(identity);
+        inDoubt = null;
+      }
+      const pending = withoutLetters(batches, onTopic);
+      if (pending.length === 0) return;
+      let committing = false;
       try {
         const transaction = await (await producer.connected()).transaction();
-        await publish(transaction, batches);
+        await publish(transaction, pending);
+        committing = true;
         await transaction.commit();
       } catch (error) {
         // No abort: the next producer's registration fences this one and aborts its
         // transaction, also when the broker is frozen now and answers only later.
         producer.discard();
-        throw error;
+        if (!committing) throw error;
+        // The commit went out and no answer came back (its coordinator was killed): it may have
+        // committed. The next registration finishes it either way; then the topic says which.
+        inDoubt = pending;
+        const committed = await lettersCommitted(kafka, producer.connected, pending);
+        inDoubt = null;
+        for (const identity of committed) onTopic.add(identity);
+        if (withoutLetters(pending, committed).length > 0) throw error;
       }
     },
     close: () => producer.close(),
