@@ -53,6 +53,10 @@ export async function startWebhookTestReceiver(
       res.writeHead(answer.status, answer.headers).end();
     });
   });
+  // Idle keep-alive sockets stay open for the whole test: Node's 5 s default closes one while the
+  // delivery worker may be sending on it again, and that request fails with ECONNRESET instead of
+  // getting the answer (or the hang) the test set up.
+  server.keepAliveTimeout = 120_000;
   server.on('connection', (socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
