@@ -414,13 +414,16 @@ kafka_tool() {
     -cp "$KAFKA_LIBS/*" "$@"
 }
 
-kafka_pid() {
+# The Kafka JVM whose pid file is $1, if it is alive; prints the pid. The command line is checked
+# against pid reuse after a crash or reboot.
+kafka_jvm_pid() {
   local pid
-  pid="$(pid_from "$KAFKA_PID")" || return 1
-  # Guard against pid reuse after a crash/reboot.
+  pid="$(pid_from "$1")" || return 1
   tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'kafka\.Kafka' || return 1
   echo "$pid"
 }
+
+kafka_pid() { kafka_jvm_pid "$KAFKA_PID"; }
 kafka_running() { kafka_pid >/dev/null; }
 kafka_alive() { [[ ! -f $KAFKA_PID ]] || kafka_running; }
 
@@ -496,12 +499,7 @@ k3_brokers() {
   (IFS=,; echo "${list[*]}")
 }
 
-k3_pid() {
-  local pid
-  pid="$(pid_from "$(k3_dir "$1")/kafka.pid")" || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'kafka\.Kafka' || return 1
-  echo "$pid"
-}
+k3_pid() { kafka_jvm_pid "$(k3_dir "$1")/kafka.pid"; }
 
 # The cluster answers metadata requests through any node (the quorum has a leader).
 k3_answers() {

@@ -38,13 +38,7 @@ kafka_ha_password() {
   cat "$file"
 }
 
-kafka_ha_node_pid() {
-  local pid
-  pid="$(pid_from "$(kafka_ha_dir "$1")/kafka.pid")" || return 1
-  # Guard against pid reuse after a crash or reboot.
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'kafka\.Kafka' || return 1
-  echo "$pid"
-}
+kafka_ha_node_pid() { kafka_jvm_pid "$(kafka_ha_dir "$1")/kafka.pid"; }
 
 kafka_ha_ports_open() {
   local n

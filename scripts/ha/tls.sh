@@ -16,6 +16,7 @@ tls_ensure() {
   [[ -s $TLS_DIR/ca.pem && -s $TLS_DIR/server.pem && -s $TLS_DIR/server-full.pem ]] && return 0
   command -v openssl >/dev/null || die "openssl is missing (scripts/stack.sh start installs it)"
   local tmp
+  # shellcheck disable=SC2174 # the mode is meant for the last component only
   mkdir -p -m 755 "$HA_DIR"
   tmp="$(mktemp -d "$HA_DIR/.tls.XXXXXX")"
   chmod 755 "$tmp"
