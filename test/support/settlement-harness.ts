@@ -27,7 +27,7 @@ import type { DeadLetterOutbox } from '../../src/jobs/dead-letters/dead-letter-j
 import {
   createDeadLetterPublisher,
   type DeadLetterPublisher,
-} from '../../src/jobs/dead-letters/dead-letter-store.js';
+} from '../../src/jobs/dead-letters/dead-letter-publisher.js';
 
 /**
  * Settings that make retries and leases fast enough for tests, not different in kind: the lease

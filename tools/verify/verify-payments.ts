@@ -3,6 +3,7 @@ import { readTopicToEnd, type Admin, type KafkaClient } from '../../src/platform
 import { checkDeadLetterReasons, checkDeadLetters } from './check-dead-letters.js';
 import { checkPayment, type CheckOptions } from './check-payment.js';
 import { createDeadLetterLog, createEventLog } from './event-log.js';
+import { readDeadLetters } from './read-dead-letters.js';
 import { existingPayments, loadOrphans, loadPaymentFacts } from './load-payment-facts.js';
 import type { Violation, ViolationCode } from './violation.js';
 import { describeScope, isScoped, type VerifyScope } from './verify-scope.js';
@@ -81,15 +82,13 @@ export async function verifyPayments(
   const orphans = scoped ? null : await loadOrphans(deps.db);
 
   const events = createEventLog();
-  const deadLetters = createDeadLetterLog();
+  let deadLetters = createDeadLetterLog();
   if (deps.kafka) {
     const { client, admin, paymentsTopic, dlqTopic } = deps.kafka;
     await readTopicToEnd(client, admin, paymentsTopic, (record) => {
       events.add(record);
     });
-    await readTopicToEnd(client, admin, dlqTopic, (record) => {
-      deadLetters.add(record);
-    });
+    deadLetters = await readDeadLetters(deps.db, client, admin, dlqTopic);
   }
 
   const violations: Violation[] = [];

@@ -9,7 +9,6 @@ import {
   consumeBatches,
   createConsumer,
   guardTopicReplication,
-  publish,
 } from '../../platform/kafka/kafka.js';
 import { ensureSettlementTopics } from '../../settlement/settlement-topics.js';
 import type { Platform } from '../../platform/lifecycle/platform.js';
@@ -18,7 +17,10 @@ import { createRefundWorker, type RefundWorkerDeps } from '../../refunds/refund-
 import { createRelayKafka } from '../../outbox/relay-kafka.js';
 import { fullJitterDelay } from '../../platform/resilience/backoff.js';
 import { createDeadLetterProducer } from '../../jobs/dead-letters/dead-letter-producer.js';
-import { createDeadLetterPublisher } from '../../jobs/dead-letters/dead-letter-store.js';
+import {
+  createDeadLetterPublisher,
+  type SendDeadLetters,
+} from '../../jobs/dead-letters/dead-letter-publisher.js';
 import { registerJobProbes } from '../../jobs/job-metrics.js';
 import { settlementSweeps, startRetentionReaper } from '../../jobs/retention-reaper.js';
 import { createSettlementHandler } from '../../settlement/settlement-handler.js';
@@ -61,9 +63,9 @@ export function startSettlement(
     createRelayKafka(config, logger),
     config.KAFKA_CLIENT_ID,
   );
-  const sendDeadLetters = async (batches: Parameters<typeof publish>[1]): Promise<void> => {
+  const sendDeadLetters: SendDeadLetters = async (batches, sendOptions) => {
     await options.beforeDeadLetter?.();
-    await deadLetterProducer.send(batches);
+    await deadLetterProducer.send(batches, sendOptions);
   };
   const deadLetters = createDeadLetterPublisher({
     pool,

@@ -1,71 +1,132 @@
 import { createRelayProducer } from '../../outbox/relay-kafka.js';
 import { publish, type KafkaClient } from '../../platform/kafka/kafka.js';
-import { lettersCommitted, withoutLetters, type LetterBatches } from './dead-letter-in-doubt.js';
-import type { SendDeadLetters } from './dead-letter-store.js';
+import {
+  DeadLettersInDoubtError,
+  lettersOnTopic,
+  settleEarlierTransaction,
+  waitUnlessAborted,
+  withoutLetters,
+  type LetterBatches,
+} from './dead-letter-in-doubt.js';
+import type { SendDeadLetters, SendOptions } from './dead-letter-publisher.js';
 
 /** The dead-letter publisher's Kafka producer: transactional, replaced after a failed send. */
 export interface DeadLetterProducer {
-  /** Connects (once) and registers the transactional id. */
+  /** Connects (once). */
   connected: () => Promise<void>;
-  /** Sends a batch of letters in one transaction; rejects when it was not committed. */
+  /** Sends a batch of letters in one transaction; rejects when they are not all on the topic. */
   send: SendDeadLetters;
   close: () => Promise<void>;
 }
 
+/** A claim's lease end and the publisher's stop signal (SendOptions without `recheck`). */
+type Claim = Omit<SendOptions, 'recheck'>;
+
+/** A read of the topic gives up within the lease, and within 20 s (a frozen broker; a stop). */
+function readTimeoutMs(leaseEndsAt: number): number {
+  return Math.min(Math.max(leaseEndsAt - Date.now(), 1_000), 20_000);
+}
+
+/** The broker aborts a dead-letter transaction left open this long (transaction.timeout.ms). */
+const TRANSACTION_TIMEOUT_MS = 30_000;
+/**
+ * How long after its first record a transaction is surely over: committed, or aborted by the
+ * broker's timeout, which it checks every 10 s (transaction.abort.timed.out.transaction.cleanup
+ * .interval.ms), with a margin. A send begins no transaction closer than this to its lease's end.
+ */
+export function transactionOverWithinMs(transactionTimeoutMs = TRANSACTION_TIMEOUT_MS): number {
+  return transactionTimeoutMs + 10_000 + 10_000;
+}
+
 /**
  * Dead letters go to their topic exactly once for read-committed consumers (kafkajs' default,
- * dlq:replay, verify): each batch is sent in a Kafka transaction of a producer whose
- * transactional id is this process's, and a failed send (a frozen broker's timeout) drops the
- * producer. The next send's producer registers the same transactional id, which bumps its epoch:
- * the broker aborts the failed transaction, so records of it that a frozen broker appends late
- * are never visible, and the retried letters are the only committed copy (DESIGN 49). The client
- * and producer are the relay's (bounded retries and request timeouts): a send fails, it does not
- * hang. A commit that went out unanswered (its coordinator killed) may have committed: the next
- * registration settles it, and a read of the topic says whether its letters are there
- * (dead-letter-in-doubt.ts); found ones count as sent and are never sent again.
+ * dlq:replay, verify), DESIGN 49:
+ * - each batch is sent in a Kafka transaction of a producer whose transactional id is this
+ *   process's; a failed send drops the producer, and the next one's registration bumps the epoch,
+ *   so the failed transaction is aborted and records a frozen broker appends late never show;
+ * - a transaction begins only while the claim's lease has transactionOverWithinMs() left, so it
+ *   is over before another process may claim the rows;
+ * - a commit that went out unanswered (its coordinator killed) may have committed: the producer
+ *   registers again (which settles it) and reads the topic; found letters count as sent. Not
+ *   settled before the lease ends: DeadLettersInDoubtError, the rows stay leased;
+ * - rows claimed before (`recheck`: a crash or a lost database answer after an earlier send) are
+ *   looked for on the topic first, and only the missing letters are sent.
+ * The client and producer are the relay's (bounded retries and request timeouts).
  */
-export function createDeadLetterProducer(kafka: KafkaClient, clientId: string): DeadLetterProducer {
+export function createDeadLetterProducer(
+  kafka: KafkaClient,
+  clientId: string,
+  transactionTimeoutMs = TRANSACTION_TIMEOUT_MS,
+): DeadLetterProducer {
   const producer = createRelayProducer(kafka, {
     clientId,
     purpose: 'dead-letters',
-    transactionTimeoutMs: 60_000,
+    transactionTimeoutMs,
   });
-  /** Letters of an unanswered commit found on the topic: never sent again (kept for the process). */
-  const onTopic = new Set<string>();
-  /** The letters of an unanswered commit not settled yet (Kafka still unreachable). */
-  let inDoubt: LetterBatches | null = null;
+  const overWithinMs = transactionOverWithinMs(transactionTimeoutMs);
+  /** Registers the transactional id (a fresh producer) and leaves no transaction open. */
+  const register = async () => {
+    const transaction = await (await producer.connected()).transaction();
+    await transaction.abort();
+  };
+  /**
+   * Which of `batches`' letters are on the topic, once this process's last transaction is over.
+   * A read ends at the last stable offset: a transaction still open (another process's, or one
+   * left by a killed process until the broker times it out) hides what was committed after it.
+   * So letters not found are looked for again once every transaction open at the first read is
+   * over (transactionOverWithinMs), if the lease leaves time for it; else it throws.
+   */
+  const onTopic = async (batches: LetterBatches, { leaseEndsAt, signal }: Claim) => {
+    await settleEarlierTransaction(register, leaseEndsAt, signal);
+    const firstRead = Date.now();
+    const found = await lettersOnTopic(kafka, batches, readTimeoutMs(leaseEndsAt));
+    if (withoutLetters(batches, found).length === 0) return found;
+    const again = firstRead + overWithinMs;
+    if (leaseEndsAt - again < overWithinMs) {
+      throw new Error('dead letters not found on the topic, and no time left to look again');
+    }
+    await waitUnlessAborted(again - Date.now(), signal);
+    return lettersOnTopic(kafka, batches, readTimeoutMs(leaseEndsAt));
+  };
+  /** One transaction for `pending`: sent, or an error saying whether it may have committed. */
+  const sendOnce = async (pending: LetterBatches, claim: Claim): Promise<void> => {
+    const { leaseEndsAt } = claim;
+    if (pending.length === 0) return;
+    if (leaseEndsAt - Date.now() < overWithinMs) {
+      throw new Error('dead-letter claim too close to its lease end to begin a transaction');
+    }
+    let committing = false;
+    try {
+      const transaction = await (await producer.connected()).transaction();
+      await publish(transaction, pending);
+      committing = true;
+      await transaction.commit();
+    } catch (error) {
+      // No abort: the next producer's registration fences this one and aborts its
+      // transaction, also when the broker is frozen now and answers only later.
+      producer.discard();
+      if (!committing) throw error;
+      let found: Set<string>;
+      try {
+        found = await onTopic(pending, claim);
+      } catch {
+        throw new DeadLettersInDoubtError(error);
+      }
+      if (withoutLetters(pending, found).length > 0) throw error;
+    }
+  };
   return {
     connected: async () => {
       await producer.connected();
     },
-    send: async (batches) => {
-      if (inDoubt !== null) {
-        // A commit of an earlier send went unanswered and could not be settled then: settle it
-        // first, so letters it committed are not sent twice.
-        for (const identity of await lettersCommitted(kafka, producer.connected, inDoubt))
-          onTopic.add(identity);
-        inDoubt = null;
-      }
-      const pending = withoutLetters(batches, onTopic);
-      if (pending.length === 0) return;
-      let committing = false;
+    send: async (batches, { recheck, ...claim }) => {
+      if (!recheck) return sendOnce(batches, claim);
+      // Rows an earlier claim did not release: until their letters are known to be on the topic
+      // or sent, any failure leaves them in doubt (leased; looked for again by the next claim).
       try {
-        const transaction = await (await producer.connected()).transaction();
-        await publish(transaction, pending);
-        committing = true;
-        await transaction.commit();
+        await sendOnce(withoutLetters(batches, await onTopic(batches, claim)), claim);
       } catch (error) {
-        // No abort: the next producer's registration fences this one and aborts its
-        // transaction, also when the broker is frozen now and answers only later.
-        producer.discard();
-        if (!committing) throw error;
-        // The commit went out and no answer came back (its coordinator was killed): it may have
-        // committed. The next registration finishes it either way; then the topic says which.
-        inDoubt = pending;
-        const committed = await lettersCommitted(kafka, producer.connected, pending);
-        inDoubt = null;
-        for (const identity of committed) onTopic.add(identity);
-        if (withoutLetters(pending, committed).length > 0) throw error;
+        throw error instanceof DeadLettersInDoubtError ? error : new DeadLettersInDoubtError(error);
       }
     },
     close: () => producer.close(),

@@ -1,11 +1,10 @@
-import type { Pool, Queryable } from '../../platform/database/db.js';
+import type { Queryable } from '../../platform/database/db.js';
 import type { ProducerRecord } from '../../platform/kafka/kafka.js';
-import type { Logger } from '../../platform/telemetry/logger.js';
 
 /**
  * Dead letters kept in the database until the dead-letter topic has them (migration 0021,
  * DESIGN record 49). A letter is stored in the transaction that gives up on its job (or before
- * the consumer moves past a poison record) and published afterwards by `createDeadLetterPublisher`
+ * the consumer moves past a poison record) and published afterwards by `createDeadLetterPublisher` (dead-letter-publisher.ts)
  * with a bounded producer: a broker that does not answer costs one bounded send, the row stays
  * unpublished and is sent again later. Nothing waits on Kafka holding a job, a slot or a
  * partition.
@@ -44,14 +43,19 @@ export async function storeDeadLetter(db: Queryable, letter: StoredDeadLetter): 
   return rowCount === 1;
 }
 
-interface ClaimedLetter {
+export interface ClaimedLetter {
   id: string;
   topic: string;
   record: ProducerRecord;
+  /**
+   * The row's previous claim ended without releasing it (its lease ran out: a crash, a lost
+   * database answer after the send, a commit left in doubt): its letter may be on the topic.
+   */
+  unreleased: boolean;
 }
 
 /** Unpublished letters, oldest first, leased for `leaseMs` (several settlement processes). */
-async function claimUnpublished(
+export async function claimUnpublished(
   db: Queryable,
   limit: number,
   leaseMs: number,
@@ -62,18 +66,20 @@ async function claimUnpublished(
     message_key: string;
     message_value: Buffer;
     headers: string;
+    unreleased: boolean;
   }>({
     name: 'dead-letters.claim',
     text: `UPDATE dead_letters d
               SET attempts = d.attempts + 1,
                   locked_until = now() + make_interval(secs => $2::double precision / 1000)
-             FROM (SELECT id FROM dead_letters
+             FROM (SELECT id, locked_until AS previous_lease FROM dead_letters
                     WHERE published_at IS NULL AND next_attempt_at <= now()
                       AND (locked_until IS NULL OR locked_until <= now())
                     ORDER BY id LIMIT $1
                     FOR UPDATE SKIP LOCKED) due
             WHERE d.id = due.id
-        RETURNING d.id, d.topic, d.message_key, d.message_value, d.headers`,
+        RETURNING d.id, d.topic, d.message_key, d.message_value, d.headers,
+                  due.previous_lease IS NOT NULL AS unreleased`,
     values: [limit, leaseMs],
   });
   return rows
@@ -85,11 +91,12 @@ async function claimUnpublished(
         value: row.message_value,
         headers: JSON.parse(row.headers) as Record<string, string>,
       },
+      unreleased: row.unreleased,
     }))
     .sort((a, b) => Number(BigInt(a.id) - BigInt(b.id)));
 }
 
-async function markPublished(db: Queryable, ids: readonly string[]): Promise<void> {
+export async function markPublished(db: Queryable, ids: readonly string[]): Promise<void> {
   await db.query({
     name: 'dead-letters.published',
     text: `UPDATE dead_letters SET published_at = now(), locked_until = NULL, last_error = NULL
@@ -98,7 +105,7 @@ async function markPublished(db: Queryable, ids: readonly string[]): Promise<voi
   });
 }
 
-async function markUnsent(
+export async function markUnsent(
   db: Queryable,
   ids: readonly string[],
   error: unknown,
@@ -115,6 +122,24 @@ async function markUnsent(
       (error instanceof Error ? error.message : String(error)).slice(0, 1_000),
       delayMs,
     ],
+  });
+}
+
+/**
+ * A send whose commit is still in doubt (dead-letter-producer): the rows keep their lease, so no
+ * other process claims them before the earlier transaction's outcome is final; the next claim
+ * (after the lease) reads the topic before sending (DESIGN 49).
+ */
+export async function markInDoubt(
+  db: Queryable,
+  ids: readonly string[],
+  error: unknown,
+): Promise<void> {
+  await db.query({
+    name: 'dead-letters.in-doubt',
+    text: `UPDATE dead_letters SET last_error = $2, next_attempt_at = locked_until
+            WHERE id = ANY($1::bigint[])`,
+    values: [ids, (error instanceof Error ? error.message : String(error)).slice(0, 1_000)],
   });
 }
 
@@ -152,136 +177,4 @@ export async function purgePublishedDeadLetters(
     if ((rowCount ?? 0) < PURGE_BATCH_SIZE) break;
   }
   return deleted;
-}
-
-/** Sends one batch of dead letters; resolves once the broker acknowledged them all. */
-export type SendDeadLetters = (
-  batches: readonly { topic: string; records: readonly ProducerRecord[] }[],
-) => Promise<void>;
-
-export interface DeadLetterPublisherDeps {
-  pool: Pool;
-  /** A bounded send (dead-letter-producer): it fails, it does not hang, when Kafka is frozen. */
-  send: SendDeadLetters;
-  logger: Logger;
-  /** The wait before sending again after `failures` failed sends in a row. */
-  retryDelayMs: (failures: number) => number;
-  /** When nothing wakes the publisher: a letter another process stored, a missed wake. */
-  pollMs: number;
-  batchSize?: number;
-  /** Longer than one bounded send, so two processes do not send the same row at once. */
-  leaseMs?: number;
-  /** Published letters are deleted after this long (DEAD_LETTER_RETENTION_SECONDS). */
-  retentionSeconds?: number;
-  /** How often the loop purges (default a minute). */
-  purgeIntervalMs?: number;
-}
-
-export interface DeadLetterPublisher {
-  /** A letter was stored: publish it now. */
-  wake: () => void;
-  /** Publishes what is due once: the step tests drive. Returns how many letters Kafka took. */
-  publishDue: () => Promise<number>;
-  start: () => void;
-  /** Stops the loop and waits for the send in flight (bounded by the producer). */
-  stop: () => Promise<void>;
-}
-
-/**
- * The dead letters' relay: claims unpublished letters in id order, sends them in one bounded
- * request, marks them published. A failed send leaves them unpublished with a backoff; a crash
- * after the send and before the mark sends them again with the same event id (at least once,
- * never two different letters for one job).
- */
-export function createDeadLetterPublisher(deps: DeadLetterPublisherDeps): DeadLetterPublisher {
-  const batchSize = deps.batchSize ?? 100;
-  const leaseMs = deps.leaseMs ?? 120_000;
-  const purgeIntervalMs = deps.purgeIntervalMs ?? 60_000;
-  let lastPurge = Number.NEGATIVE_INFINITY;
-  let failures = 0;
-  // Read through a function: the loop's checks see changes made by stop() and wake().
-  const state = { running: false, woken: false };
-  const running = () => state.running;
-  const woken = () => state.woken;
-  let wakeUp: (() => void) | undefined;
-  let loop: Promise<void> | undefined;
-
-  async function publishDue(): Promise<number> {
-    let sent = 0;
-    for (;;) {
-      const letters = await claimUnpublished(deps.pool, batchSize, leaseMs);
-      if (letters.length === 0) return sent;
-      const ids = letters.map((letter) => letter.id);
-      const byTopic = new Map<string, ProducerRecord[]>();
-      for (const { topic, record } of letters) {
-        byTopic.set(topic, [...(byTopic.get(topic) ?? []), record]);
-      }
-      try {
-        await deps.send([...byTopic].map(([topic, records]) => ({ topic, records })));
-      } catch (error) {
-        failures++;
-        const delayMs = deps.retryDelayMs(failures);
-        deps.logger.warn(
-          { err: error, dead_letters: ids.length, retry_in_ms: delayMs },
-          'dead-letter publish failed; kept in the database and sent again later',
-        );
-        await markUnsent(deps.pool, ids, error, delayMs);
-        throw error;
-      }
-      failures = 0;
-      await markPublished(deps.pool, ids);
-      sent += ids.length;
-      if (letters.length < batchSize) return sent;
-    }
-  }
-
-  function sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        wakeUp = undefined;
-        resolve();
-      }
-      wakeUp = done;
-    });
-  }
-
-  async function run(): Promise<void> {
-    while (running()) {
-      state.woken = false;
-      let waitMs = deps.pollMs;
-      try {
-        await publishDue();
-        if (deps.retentionSeconds !== undefined && Date.now() - lastPurge >= purgeIntervalMs) {
-          lastPurge = Date.now();
-          const deleted = await purgePublishedDeadLetters(deps.pool, deps.retentionSeconds);
-          if (deleted > 0) deps.logger.debug({ deleted }, 'purged published dead letters');
-        }
-      } catch (error) {
-        // A failed send was logged and its rows rescheduled; a database error waits a poll.
-        if (failures === 0) deps.logger.warn({ err: error }, 'dead-letter publisher step failed');
-        waitMs = Math.min(deps.pollMs, deps.retryDelayMs(Math.max(failures, 1)));
-      }
-      if (running() && !woken()) await sleep(waitMs);
-    }
-  }
-
-  return {
-    wake: () => {
-      state.woken = true;
-      wakeUp?.();
-    },
-    publishDue,
-    start: () => {
-      if (state.running) return;
-      state.running = true;
-      loop = run();
-    },
-    stop: async () => {
-      state.running = false;
-      wakeUp?.();
-      await loop;
-    },
-  };
 }
