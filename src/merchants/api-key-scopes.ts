@@ -11,6 +11,8 @@ export const SCOPES = [
   'refunds:write',
   'webhooks:read',
   'webhooks:write',
+  // Read only: events are written by the service, never by a key (GET /events, DESIGN 129).
+  'events:read',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];
@@ -23,6 +25,7 @@ export const READ_ONLY_SCOPES: readonly Scope[] = [
   'payments:read',
   'refunds:read',
   'webhooks:read',
+  'events:read',
 ];
 
 /**
@@ -79,6 +82,13 @@ export interface ResourceScopes {
 export function resourceScopes(resource: ScopeResource): ResourceScopes {
   return { read: `${resource}:read`, write: `${resource}:write` };
 }
+
+/**
+ * The scopes of the events family (GET /events, /events/{id}): read only. Its routes allow only
+ * GET and HEAD before the gate, so `write` is never asked; it names the read scope so that a
+ * method slipping through would still need one.
+ */
+export const EVENT_SCOPES: ResourceScopes = { read: 'events:read', write: 'events:read' };
 
 /** The scope a request with `method` needs on a resource family of `scopes`. */
 export function scopeForMethod(scopes: ResourceScopes, method: string): Scope {
