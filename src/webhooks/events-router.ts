@@ -8,6 +8,7 @@ import type { Merchant } from '../merchants/merchant-repository.js';
 import type { Queryable } from '../platform/database/db.js';
 import { findEvent, listEvents } from './event-list-repository.js';
 import { listEventsQuerySchema } from './event-list-schemas.js';
+import { sqlInstant } from './replay-webhook-events.js';
 
 export interface EventsRouterDeps extends MerchantGateDeps {
   db: Queryable;
@@ -56,8 +57,11 @@ export function eventsRouter(deps: EventsRouterDeps): Router {
         limit: query.limit,
         startingAfter: query.starting_after,
         type: query.type,
-        createdGte: query['created[gte]'],
-        createdLt: query['created[lt]'],
+        // In UTC and Postgres' range, the fraction kept (an RFC 3339 offset may exceed Postgres').
+        createdGte:
+          query['created[gte]'] === undefined ? undefined : sqlInstant(query['created[gte]']),
+        createdLt:
+          query['created[lt]'] === undefined ? undefined : sqlInstant(query['created[lt]']),
       },
       retentionSeconds,
     );
