@@ -1,5 +1,6 @@
 /**
- * What an API key may do: a read and a write scope per resource family of the API. A secret key
+ * What an API key may do: a read and a write scope per resource family of the API (events, which
+ * only the service writes, have a read scope alone). A secret key
  * (`sk_`, scopes NULL in api_keys) holds every scope; a restricted key (`rk_`) only those listed.
  * `<resource>:write` includes `<resource>:read` (as the levels of Stripe's restricted keys):
  * a key that may create payments may read them back.
