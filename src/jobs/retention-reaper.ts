@@ -34,12 +34,21 @@ function deadJobs(table: string, key: string, resource: string, finalStates: str
              LIMIT $2 FOR UPDATE OF j SKIP LOCKED)`;
 }
 
-/** The settlement role's tables: processed event ids (dedup) and resolved dead jobs. */
+/**
+ * The settlement role's tables: processed event ids (dedup), resolved dead jobs and the
+ * merchants' copies of their events (GET /events, DESIGN 129).
+ */
 export function settlementSweeps(retention: {
   processedEventSeconds: number;
   deadJobSeconds: number;
+  merchantEventSeconds: number;
 }): RetentionSweep[] {
   return [
+    {
+      name: 'merchant_events',
+      sql: byAge('merchant_events', 'event_id', 'created_at'),
+      retentionSeconds: retention.merchantEventSeconds,
+    },
     {
       name: 'processed_events',
       sql: byAge('processed_events', 'event_id', 'processed_at'),

@@ -1,5 +1,6 @@
 /**
- * What an API key may do: a read and a write scope per resource family of the API. A secret key
+ * What an API key may do: a read and a write scope per resource family of the API (events, which
+ * only the service writes, have a read scope alone). A secret key
  * (`sk_`, scopes NULL in api_keys) holds every scope; a restricted key (`rk_`) only those listed.
  * `<resource>:write` includes `<resource>:read` (as the levels of Stripe's restricted keys):
  * a key that may create payments may read them back.
@@ -11,6 +12,8 @@ export const SCOPES = [
   'refunds:write',
   'webhooks:read',
   'webhooks:write',
+  // Read only: events are written by the service, never by a key (GET /events, DESIGN 129).
+  'events:read',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];
@@ -23,6 +26,7 @@ export const READ_ONLY_SCOPES: readonly Scope[] = [
   'payments:read',
   'refunds:read',
   'webhooks:read',
+  'events:read',
 ];
 
 /**
@@ -79,6 +83,13 @@ export interface ResourceScopes {
 export function resourceScopes(resource: ScopeResource): ResourceScopes {
   return { read: `${resource}:read`, write: `${resource}:write` };
 }
+
+/**
+ * The scopes of the events family (GET /events, /events/{id}): read only. Its routes allow only
+ * GET and HEAD before the gate, so `write` is never asked; it names the read scope so that a
+ * method slipping through would still need one.
+ */
+export const EVENT_SCOPES: ResourceScopes = { read: 'events:read', write: 'events:read' };
 
 /** The scope a request with `method` needs on a resource family of `scopes`. */
 export function scopeForMethod(scopes: ResourceScopes, method: string): Scope {

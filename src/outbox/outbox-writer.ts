@@ -15,6 +15,15 @@ import type { TraceContext } from './trace-context.js';
 const OUTBOX_COLUMNS =
   'event_id, event_type, aggregate_id, topic, data, created_at, traceparent, tracestate';
 
+/**
+ * The merchant's copy of every event (migration 0036, DESIGN 129): what GET /events lists for
+ * EVENT_RETENTION_DAYS after the outbox row is gone. Written by the same statement as the outbox
+ * row, from the same values, so an event is listed exactly when it was committed. ON CONFLICT:
+ * an id the outbox accepts again after purging its row is already listed, and stays as it was.
+ */
+const LISTED_COLUMNS =
+  'event_id, merchant_id, event_type, subject, data, created_at, traceparent, tracestate';
+
 /** One event to write: the relay publishes it to `topic`, keyed by `aggregateId`. */
 export interface OutboxEvent {
   /** The event's UUIDv5 (src/events/event-types.ts): every copy published carries it. */
@@ -63,6 +72,13 @@ const EVENT_ROWS = `written_events AS (
      outbox_rows AS (
        INSERT INTO outbox (${OUTBOX_COLUMNS})
        SELECT ${OUTBOX_COLUMNS} FROM written_events ORDER BY ord
+     ),
+     listed_rows AS (
+       INSERT INTO merchant_events (${LISTED_COLUMNS})
+       SELECT event_id, merchant_id, event_type, aggregate_id, data, created_at, traceparent,
+              tracestate
+         FROM written_events ORDER BY ord
+       ON CONFLICT (event_id) DO NOTHING
      )`;
 
 /**
@@ -120,6 +136,7 @@ export async function insertOutboxEvents(
 
 /** SQL expressions (placeholders, columns of `from`, literals) for each column of one row. */
 export type OutboxRowSql = Record<
+  | 'merchantId'
   | 'eventId'
   | 'type'
   | 'aggregateId'
@@ -133,12 +150,14 @@ export type OutboxRowSql = Record<
 
 /**
  * `name AS (INSERT INTO outbox ... RETURNING aggregate_id)`: the event insert as a CTE of the
- * caller's one statement. With `from` (an earlier CTE of that statement) one row per row of it
- * is written, so an event exists only if the change it announces was written; without, exactly
- * one row.
+ * caller's one statement, followed by `name_listed`, the merchant's copy (LISTED_COLUMNS) from
+ * the same expressions (Postgres runs a data-modifying CTE whether or not it is read). With
+ * `from` (an earlier CTE of that statement) one row per row of it is written, so an event exists
+ * only if the change it announces was written; without, exactly one row.
  */
 export function outboxInsertCte(name: string, row: OutboxRowSql, from?: string): string {
-  const values = [
+  const source = from === undefined ? '' : ` FROM ${from}`;
+  const outboxValues = [
     row.eventId,
     row.type,
     row.aggregateId,
@@ -148,9 +167,23 @@ export function outboxInsertCte(name: string, row: OutboxRowSql, from?: string):
     row.traceparent,
     row.tracestate,
   ].join(', ');
+  const listedValues = [
+    row.eventId,
+    row.merchantId,
+    row.type,
+    row.aggregateId,
+    row.data,
+    row.createdAt,
+    row.traceparent,
+    row.tracestate,
+  ].join(', ');
   return `${name} AS (
        INSERT INTO outbox (${OUTBOX_COLUMNS})
-       SELECT ${values}${from === undefined ? '' : ` FROM ${from}`}
+       SELECT ${outboxValues}${source}
        RETURNING aggregate_id
+     ), ${name}_listed AS (
+       INSERT INTO merchant_events (${LISTED_COLUMNS})
+       SELECT ${listedValues}${source}
+       ON CONFLICT (event_id) DO NOTHING
      )`;
 }

@@ -51,6 +51,7 @@ export const INSERT_PAYMENT_BATCH_SQL = `WITH input AS (
      ), ${outboxInsertCte(
        'outbox',
        {
+         merchantId: 'r.merchant_id',
          eventId: 'r.event_id',
          type: 'r.event_type',
          aggregateId: 'payment.id',

@@ -57,6 +57,7 @@ export const INSERT_PAYMENT_ONCE_SQL = `WITH ${keyRecordInsertCte(
      ), ${outboxInsertCte(
        'outbox',
        {
+         merchantId: '$1',
          eventId: '$14',
          type: '$15',
          aggregateId: 'id',

@@ -59,6 +59,7 @@ const WRITE_REFUND_SQL = `
     INSERT INTO refund_jobs (refund_id, traceparent, tracestate) VALUES ($4, $15, $16)
     RETURNING refund_id
   ), ${outboxInsertCte('event', {
+    merchantId: '$5',
     eventId: '$13',
     type: "'refund.created'",
     aggregateId: '$1',

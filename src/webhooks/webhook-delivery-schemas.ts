@@ -66,7 +66,8 @@ export const listWebhookDeliveriesQuerySchema = z.strictObject({
     .optional(),
 });
 
-const instant = z.iso.datetime({ offset: true, error: 'must be an RFC 3339 date-time' });
+/** An RFC 3339 instant of a request (replay's bounds, GET /events' created filters). */
+export const instant = z.iso.datetime({ offset: true, error: 'must be an RFC 3339 date-time' });
 
 /** The fraction's digits after the milliseconds Date.parse reads, as a number of 6 digits. */
 function belowMillis(value: string): number {
@@ -75,7 +76,7 @@ function belowMillis(value: string): number {
 }
 
 /** `a` is a later instant than `b`, to the nanosecond (Date.parse stops at the millisecond). */
-function isAfter(a: string, b: string): boolean {
+export function isAfter(a: string, b: string): boolean {
   const ms = Date.parse(a) - Date.parse(b);
   return ms > 0 || (ms === 0 && belowMillis(a) > belowMillis(b));
 }

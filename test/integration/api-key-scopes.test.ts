@@ -6,6 +6,7 @@ import { rateBucketKey } from '../../src/rate-limits/rate-limiter.js';
 import { createApiKey } from '../../src/merchants/api-key-repository.js';
 import { READ_ONLY_SCOPES, type Scope } from '../../src/merchants/api-key-scopes.js';
 import { BENCH_TIER, defineTier } from '../../src/merchants/tier-repository.js';
+import { paymentEventId } from '../../src/payments/payment-event-id.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
 import { postRefund, settledPayment } from '../support/refund-client.js';
 import { send, startTestApi, type Answer, type TestApi } from '../support/test-api.js';
@@ -18,7 +19,7 @@ let db: TestDatabase;
 let api: TestApi;
 let merchantId: string;
 let secretKey: string;
-const ids = { payment: '', refund: '', endpoint: '', delivery: '' };
+const ids = { payment: '', refund: '', endpoint: '', delivery: '', event: '' };
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -35,6 +36,7 @@ beforeAll(async () => {
   });
   expect(refund.status).toBe(202);
   ids.refund = refund.json.id as string;
+  ids.event = paymentEventId(ids.payment, 'payment.created');
   const endpoint = await post('/webhook_endpoints', secretKey, {
     url: 'http://127.0.0.1:9/hooks',
     enabled_events: ['*'],
@@ -95,7 +97,9 @@ function concrete(path: string): string {
     ? ids.endpoint
     : path.startsWith('/refunds')
       ? ids.refund
-      : ids.payment;
+      : path.startsWith('/events')
+        ? ids.event
+        : ids.payment;
   return path.replace('{id}', id).replace('{delivery_id}', ids.delivery);
 }
 
@@ -187,7 +191,7 @@ describe('restricted API keys', () => {
     expect(created.status).toBe(202);
   });
 
-  it('when a key holds only payments:write, then it creates and reads payments but is refused refunds and webhooks', async () => {
+  it('when a key holds only payments:write, then it creates and reads payments but is refused refunds, webhooks and events', async () => {
     const { apiKey } = await createApiKey(db.pool, merchantId, { scopes: ['payments:write'] });
     const created = await post('/payments', apiKey, { amount: 700, currency: 'EUR' }, randomUUID());
     expect(created.status, created.text).toBe(202);
@@ -204,6 +208,8 @@ describe('restricted API keys', () => {
     expectRefused(await request('GET', `/payments/${ids.payment}/refunds`, apiKey), 'refunds:read');
     expectRefused(await request('GET', `/refunds/${ids.refund}`, apiKey), 'refunds:read');
     expectRefused(await request('GET', '/webhook_endpoints', apiKey), 'webhooks:read');
+    expectRefused(await request('GET', '/events', apiKey), 'events:read');
+    expectRefused(await request('GET', `/events/${ids.event}`, apiKey), 'events:read');
     expect(await snapshot()).toEqual(before);
   });
 

@@ -48,6 +48,7 @@ const ALLOWED: Record<ServiceRole, Record<string, Writes>> = {
     outbox: { insert: true },
     refunds: { insert: true },
     refund_jobs: { insert: true },
+    merchant_events: { insert: true },
     webhook_endpoints: {
       insert: true,
       delete: true,
@@ -89,6 +90,7 @@ const ALLOWED: Record<ServiceRole, Record<string, Writes>> = {
     payments: { update: ['status', 'failure_code', 'updated_at', 'amount_refunded'] },
     refunds: { update: ['status', 'failure_code', 'updated_at'] },
     outbox: { insert: true },
+    merchant_events: { insert: true, delete: true },
     webhook_events: { insert: true },
     webhook_deliveries: { insert: true },
     webhook_delivery_jobs: { insert: true },

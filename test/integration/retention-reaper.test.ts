@@ -74,7 +74,11 @@ describe('the retention reapers', () => {
     const reaper = startRetentionReaper(
       db.login('settlement'),
       logger,
-      settlementSweeps({ processedEventSeconds: 30 * DAY, deadJobSeconds: 30 * DAY }),
+      settlementSweeps({
+        processedEventSeconds: 30 * DAY,
+        deadJobSeconds: 30 * DAY,
+        merchantEventSeconds: 30 * DAY,
+      }),
       { batch: 2, intervalMs: 3_600_000 },
     );
     try {

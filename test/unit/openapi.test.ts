@@ -26,12 +26,15 @@ describe('buildOpenApiDocument', () => {
     for (const [path, operations] of Object.entries(doc.paths)) {
       const resource = path.startsWith('/webhook_endpoints')
         ? 'webhooks'
-        : path.includes('refunds')
-          ? 'refunds'
-          : 'payments';
+        : path.startsWith('/events')
+          ? 'events'
+          : path.includes('refunds')
+            ? 'refunds'
+            : 'payments';
       for (const [method, operation] of Object.entries(operations)) {
         const op = operation as unknown as { security: unknown; 'x-required-scope': string };
-        const scope = `${resource}:${method === 'get' ? 'read' : 'write'}`;
+        // Events are read only: their one scope is events:read.
+        const scope = `${resource}:${method === 'get' || resource === 'events' ? 'read' : 'write'}`;
         expect(op['x-required-scope'], `${method} ${path}`).toBe(scope);
         expect(op.security).toEqual([{ apiKey: [scope] }]);
         expect(documentedCodes(operation.responses)['403']).toEqual(['insufficient_scope']);
@@ -55,6 +58,8 @@ describe('buildOpenApiDocument', () => {
       '/webhook_endpoints/{id}/deliveries/{delivery_id}',
       '/webhook_endpoints/{id}/deliveries/{delivery_id}/retry',
       '/webhook_endpoints/{id}/replay',
+      '/events',
+      '/events/{id}',
     ]);
     expect(Object.keys(doc.paths['/payments/{id}/refunds'] ?? {})).toEqual(['post', 'get']);
     expect(Object.keys(doc.paths['/payments'] ?? {})).toEqual(['post', 'get']);

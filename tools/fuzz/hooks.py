@@ -21,6 +21,9 @@ Two things a schema cannot say, fixed on requests that are meant to be valid onl
   path and query stay as generated.
 - A replay window: `until` must be after `since` (400 otherwise), which a schema cannot state;
   a valid body with until <= since (or instants before year 1) is sent without until.
+- GET /events: only one of the merchant's events is a cursor (run.sh's payment's
+  `payment.created`, FUZZ_EVENT_ID, or one this run was answered); `created[lt]` must be after
+  `created[gte]`, else it is left out.
 """
 
 import itertools
@@ -34,6 +37,8 @@ from schemathesis.core.parameters import ParameterLocation
 
 _counter = itertools.count()
 _known_ids = {os.environ["FUZZ_PAYMENT_ID"]}
+# The merchant's events seen so far: the cursors GET /events accepts.
+_event_ids = {os.environ["FUZZ_EVENT_ID"].lower()}
 # Webhook endpoints the API created for this run, the usable cursors of their list; the first
 # is run.sh's, with one delivery.
 _SEED_ENDPOINT = os.environ["FUZZ_ENDPOINT_ID"].lower()
@@ -85,7 +90,7 @@ def _deliverable(url):
 def _instant(value):
     try:
         return datetime.fromisoformat(value.replace("z", "Z").replace("Z", "+00:00"))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, AttributeError):
         return None
 
 
@@ -135,6 +140,9 @@ def _fix_cursor(case, cursor):
             query["starting_after"] = _SEED_DELIVERY
         else:
             del query["starting_after"]
+    elif path == "/events":
+        if cursor.lower() not in _event_ids:
+            query["starting_after"] = os.environ["FUZZ_EVENT_ID"]
     elif path == "/payments/{id}/refunds":
         # Only a refund of that very payment is a cursor there; list from the start instead.
         del query["starting_after"]
@@ -174,6 +182,10 @@ def before_call(context, case, kwargs):
         cursor = query.get("starting_after")
         if isinstance(cursor, str):
             _fix_cursor(case, cursor)
+        if case.operation.path == "/events" and "created[lt]" in query:
+            gte, lt = _instant(query.get("created[gte]")), _instant(query.get("created[lt]"))
+            if "created[gte]" in query and (gte is None or lt is None or lt <= gte):
+                del query["created[lt]"]
     if case.operation.path.startswith("/webhook_endpoints"):
         _fix_webhook_body(case)
 
@@ -199,4 +211,4 @@ def after_call(context, case, response):
         except ValueError:
             return
         if isinstance(body, dict) and isinstance(body.get("id"), str):
-            _known_ids.add(body["id"].lower())
+            (_event_ids if path.startswith("/events") else _known_ids).add(body["id"].lower())

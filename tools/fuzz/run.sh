@@ -115,6 +115,12 @@ payment_id="$(curl -fsS -X POST "$base/payments" -H "Authorization: Bearer $api_
   -H 'Content-Type: application/json' -H "Idempotency-Key: fuzz-seed-$$" \
   -d '{"amount":1000,"currency":"EUR"}' | node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => console.log(JSON.parse(s).id))')"
 
+# GET /events' one usable cursor: that payment's payment.created.
+event_id="$(psql -X -qAt -v ON_ERROR_STOP=1 "$fuzz_url" -v payment="$payment_id" <<'SQL'
+SELECT event_id FROM merchant_events WHERE subject = :'payment';
+SQL
+)"
+
 # A webhook endpoint with one failed delivery (an event of that payment, written as the fan-out
 # and the delivery worker would), so the delivery operations also meet one that exists.
 endpoint_id="$(curl -fsS -X POST "$base/webhook_endpoints" -H "Authorization: Bearer $api_key" \
@@ -139,7 +145,7 @@ SQL
 log "schemathesis: seed $SEED, at most ${MAX_TIME}s, ${MAX_EXAMPLES} examples per operation"
 mkdir -p reports
 status=0
-FUZZ_PAYMENT_ID="$payment_id" FUZZ_ENDPOINT_ID="$endpoint_id" FUZZ_DELIVERY_ID="$delivery_id" \
+FUZZ_PAYMENT_ID="$payment_id" FUZZ_EVENT_ID="$event_id" FUZZ_ENDPOINT_ID="$endpoint_id" FUZZ_DELIVERY_ID="$delivery_id" \
   PYTHONPATH=tools/fuzz SCHEMATHESIS_HOOKS=hooks \
   "$VENV/bin/schemathesis" --config-file tools/fuzz/schemathesis.toml --no-color \
   run "$base/openapi.json" \

@@ -15,6 +15,7 @@ import type { Logger } from '../../platform/telemetry/logger.js';
 import type { OutageLog } from '../../platform/resilience/outage-log.js';
 import type { ReadinessReport } from '../../platform/lifecycle/readiness.js';
 import { refundsRouter, type RefundsRouterDeps } from '../../refunds/refunds-router.js';
+import { eventsRouter, type EventsRouterDeps } from '../../webhooks/events-router.js';
 import { webhooksRouter } from '../../webhooks/webhooks-router.js';
 import type { WebhooksRouterDeps } from '../../webhooks/webhooks-router-deps.js';
 import { buildOpenApiDocument } from './openapi.js';
@@ -33,6 +34,8 @@ export interface AppDeps {
   refunds?: RefundsRouterDeps;
   /** /webhook_endpoints and its deliveries, retry and replay; absent, those routes are 404. */
   webhooks?: WebhooksRouterDeps;
+  /** GET /events and /events/{id}; absent, those routes are 404. */
+  events?: EventsRouterDeps;
   /** Retry-After of a 503 when Postgres is unavailable. */
   unavailableRetryAfterSeconds: number;
   /** REQUEST_DEADLINE_MS: past it a request is answered 503 (see requestDeadline). */
@@ -84,6 +87,7 @@ export function buildApp(deps: AppDeps): Express {
   // Before the payments router: it authenticates its own paths, so each request once.
   if (deps.refunds) app.use(refundsRouter(deps.refunds));
   if (deps.webhooks) app.use(webhooksRouter(deps.webhooks));
+  if (deps.events) app.use(eventsRouter(deps.events));
   app.use(paymentsRouter(deps.payments));
 
   app.use((req) => {

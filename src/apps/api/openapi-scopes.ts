@@ -1,4 +1,5 @@
 import {
+  EVENT_SCOPES,
   READ_ONLY_SCOPES,
   resourceScopes,
   SCOPES,
@@ -12,7 +13,7 @@ import { problems, type JsonObject } from './openapi-parts.js';
 // integration test api-key-scopes.test.ts walks every operation to prove the two agree.
 
 /** The resource family of every path of the document; a path missing here fails the build. */
-const RESOURCE_OF_PATH: Readonly<Record<string, ScopeResource>> = {
+const RESOURCE_OF_PATH: Readonly<Record<string, ScopeResource | 'events'>> = {
   '/payments': 'payments',
   '/payments/{id}': 'payments',
   '/payments/{id}/refunds': 'refunds',
@@ -24,6 +25,8 @@ const RESOURCE_OF_PATH: Readonly<Record<string, ScopeResource>> = {
   '/webhook_endpoints/{id}/deliveries/{delivery_id}': 'webhooks',
   '/webhook_endpoints/{id}/deliveries/{delivery_id}/retry': 'webhooks',
   '/webhook_endpoints/{id}/replay': 'webhooks',
+  '/events': 'events',
+  '/events/{id}': 'events',
 };
 
 /**
@@ -36,7 +39,7 @@ export function withScopes(paths: JsonObject): JsonObject {
     Object.entries(paths).map(([path, operations]) => {
       const resource = RESOURCE_OF_PATH[path];
       if (!resource) throw new Error(`openapi-scopes.ts names no scope for ${path}`);
-      const scopes = resourceScopes(resource);
+      const scopes = resource === 'events' ? EVENT_SCOPES : resourceScopes(resource);
       return [
         path,
         Object.fromEntries(

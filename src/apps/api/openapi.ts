@@ -26,6 +26,7 @@ import {
   getRefundOperation,
   listRefundsOperation,
 } from './refunds-openapi.js';
+import { eventPaths, eventSchemas } from './events-openapi.js';
 import { webhookPaths, webhookSchemas } from './webhooks-openapi.js';
 
 const listParameters = [
@@ -118,7 +119,7 @@ export function buildOpenApiDocument(): JsonObject {
       version: '1.0.0',
       description:
         'Idempotent payments: at most one payment per (merchant, Idempotency-Key). Errors are RFC 9457 problem details. ' +
-        'A method that a /payments, /refunds or /webhook_endpoints path does not have is 405 ' +
+        'A method that a /payments, /refunds, /webhook_endpoints or /events path does not have is 405 ' +
         '`method_not_allowed` with an Allow header.',
     },
     security: [{ apiKey: [] }],
@@ -128,6 +129,7 @@ export function buildOpenApiDocument(): JsonObject {
       '/payments/{id}/refunds': { post: createRefundOperation(), get: listRefundsOperation() },
       '/refunds/{id}': { get: getRefundOperation() },
       ...webhookPaths(),
+      ...eventPaths(),
     }),
     components: {
       securitySchemes: { apiKey: apiKeyScheme },
@@ -139,6 +141,7 @@ export function buildOpenApiDocument(): JsonObject {
         { schema: refundSchema, io: 'output' },
         { schema: refundListSchema, io: 'output' },
         ...webhookSchemas,
+        ...eventSchemas,
         { schema: problemSchema, io: 'output' },
       ]),
     },

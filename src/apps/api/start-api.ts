@@ -111,6 +111,7 @@ export async function startApi(
       config,
       bodyLimitBytes: config.HTTP_BODY_LIMIT_BYTES,
     },
+    events: { db: pool, ...gate, retentionDays: config.EVENT_RETENTION_DAYS },
     unavailableRetryAfterSeconds: config.UNAVAILABLE_RETRY_AFTER_SECONDS,
     requestDeadlineMs: config.REQUEST_DEADLINE_MS,
     traceCallerContext: config.TRACE_CALLER_CONTEXT,

@@ -146,13 +146,14 @@ export function startSettlement(
       : { readableDataMajor: options.readableDataMajor }),
   });
   const unregisterJobProbes = registerJobProbes(pool, ['settlement', 'refund']);
-  // Processed event ids and resolved dead jobs past their retention (DESIGN 110).
+  // Processed event ids, resolved dead jobs, merchants' events past retention (DESIGN 110, 129).
   const reaper = startRetentionReaper(
     pool,
     logger,
     settlementSweeps({
       processedEventSeconds: config.PROCESSED_EVENT_RETENTION_SECONDS,
       deadJobSeconds: config.DEAD_JOB_RETENTION_SECONDS,
+      merchantEventSeconds: config.EVENT_RETENTION_DAYS * 86_400,
     }),
     { batch: config.RETENTION_REAPER_BATCH, intervalMs: config.RETENTION_REAPER_INTERVAL_MS },
   );

@@ -39,6 +39,14 @@ export const retentionSettings = {
     .describe(
       "The acquirer role's books (charges, refunds and their call logs) are deleted after this long.",
     ),
+  /**
+   * GET /events lists a merchant's events this long (Stripe keeps 30 days): the recovery path of
+   * a webhook receiver that was down. Each event's merchant copy (merchant_events, DESIGN 129)
+   * is deleted by the settlement role's reaper after it.
+   */
+  EVENT_RETENTION_DAYS: integer(1, 3_650)
+    .default(30)
+    .describe('GET /events lists the events of the last this many days; older ones are deleted.'),
   RETENTION_REAPER_INTERVAL_MS: integer(1_000, 86_400_000)
     .default(60_000)
     .describe('How often the settlement and acquirer roles delete rows past their retention.'),

@@ -77,6 +77,8 @@ export const SERVICE_GRANTS: readonly LoginGrants[] = [
       { tables: ['outbox'], privileges: ['INSERT'] },
       { tables: ['outbox'], privileges: ['SELECT'], columns: ['aggregate_id'] },
       { tables: ['outbox_wakeups'], privileges: ['SELECT'] },
+      // Every event's merchant copy, written with its outbox row; GET /events reads it (0036).
+      { tables: ['merchant_events'], privileges: ['SELECT', 'INSERT'] },
       { tables: ['refunds', 'refund_jobs'], privileges: ['SELECT', 'INSERT'] },
       // The merchant's webhook API: endpoints (PATCH: never the id, merchant or creation time).
       { tables: ['webhook_endpoints'], privileges: ['SELECT', 'INSERT', 'DELETE'] },
@@ -163,6 +165,8 @@ export const SERVICE_GRANTS: readonly LoginGrants[] = [
       // Result events, fanned out to the merchant's endpoints in the same statement (0023).
       { tables: ['outbox'], privileges: ['INSERT'] },
       { tables: ['outbox_wakeups'], privileges: ['SELECT'] },
+      // Their merchant copy (0036), deleted after EVENT_RETENTION_DAYS by this role's reaper.
+      { tables: ['merchant_events'], privileges: ['SELECT', 'INSERT', 'DELETE'] },
       {
         tables: ['webhook_endpoints'],
         privileges: ['SELECT'],
