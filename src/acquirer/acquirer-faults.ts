@@ -7,8 +7,9 @@ import { z } from 'zod';
  * - `down`: the listener is closed and every connection dropped (callers see refused connections);
  * - `unavailable`: every call is answered 503 with `Retry-After` before anything is processed;
  * - `hang`: calls are read and never answered (the caller's timeout ends them; nothing is done);
- * - `drop`: charges and refunds are done and recorded, then the connection is reset instead of
- *   answering (the books have the charge, the caller does not know); inquiries are answered;
+ * - `drop`: charges, refunds and the hold operations are done and recorded, then the connection
+ *   is reset instead of answering (the books have it, the caller does not know); inquiries are
+ *   answered;
  * - `slow`: every call waits `latency_ms` first.
  *
  * `duration_ms` clears the fault by itself after that long (a chaos phase that outlives its

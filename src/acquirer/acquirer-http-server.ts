@@ -6,14 +6,14 @@ import {
   type Acquirer,
   type ChargeResult,
   type RefundAcquirer,
-  type RefundResult,
 } from './acquirer.js';
+import type { HoldAcquirer } from './hold-acquirer.js';
 import type { ReadinessReport } from '../platform/lifecycle/readiness.js';
 import { NO_FAULT, type AcquirerFault, type AcquirerFaults } from './acquirer-faults.js';
 import type { TokenCheck } from './acquirer-token.js';
 
 /**
- * The acquirer as its own process (issue 29): charges and refunds over HTTP, as a real acquirer
+ * The acquirer as its own process (issue 29): charges, refunds and holds over HTTP, as a real acquirer
  * is reached, answered by the simulators (acquirer-simulator.ts, refund-simulator.ts) with their
  * own books. The wire format is what http-acquirer.ts sends:
  *
@@ -24,7 +24,11 @@ import type { TokenCheck } from './acquirer-token.js';
  *   done), try again; 503 with `Retry-After` and `processed: false`: refused before processing
  *   (a fault: `unavailable`); 400: a malformed request;
  * - `GET /charges/{key}` and `GET /refunds/{key}` (issue 36): the books' answer for the key
- *   (200, as above) or 404 `{ status: 'not_found' }`: never done, safe to send.
+ *   (200, as above) or 404 `{ status: 'not_found' }`: never done, safe to send;
+ * - with `holds` (issue 40, DESIGN 128): `POST /authorizations`, `/captures` (each `{ paymentId,
+ *   amount, currency, source }`) and `/voids` (`{ paymentId, source }`), answered the same way
+ *   (a decline's `code` is one of HOLD_DECLINE_CODES or `card_declined`), and their inquiries
+ *   `GET /authorizations/{key}`, `/captures/{key}`, `/voids/{key}`.
  *
  * The faults of acquirer-faults.ts apply to every call but the probes. With a token check
  * (ACQUIRER_TOKEN), every call but the probes needs `Authorization: Bearer <token>`: 401
@@ -45,9 +49,13 @@ const chargeBody = z.object({
 
 const refundBody = chargeBody.extend({ refundId: z.uuid() });
 
+const voidBody = chargeBody.pick({ paymentId: true, source: true });
+
 export interface AcquirerServerDeps {
   charges: Acquirer;
   refunds: RefundAcquirer;
+  /** Authorizations, captures and voids (issue 40); without it their paths are 404. */
+  holds?: HoldAcquirer;
   /** GET /readyz: 200 when ready, 503 otherwise (the acquirer role: its database). */
   readiness?: () => Promise<ReadinessReport>;
   /** The faults in force (none when absent). */
@@ -58,17 +66,61 @@ export interface AcquirerServerDeps {
   tls?: { cert: string; key: string };
 }
 
-const INQUIRY = /^\/(charges|refunds)\/([^/?]{1,600})$/;
+const INQUIRY = /^\/(charges|refunds|authorizations|captures|voids)\/([^/?]{1,600})$/;
+
+/** Any operation's final answer on the wire: approved with a reference, or declined with a code. */
+type FinalAnswer = ChargeResult;
+
+/** A POST path's operation: the parsed body and the key in, the final answer out. */
+type Operation = (json: unknown, key: string, signal: AbortSignal) => Promise<FinalAnswer>;
+
+/** A GET path's inquiry: the books' answer for the key, null (or undefined) when never done. */
+type Inquiry = (key: string, signal: AbortSignal) => Promise<FinalAnswer | null> | undefined;
+
+function operationsOf({ charges, refunds, holds }: AcquirerServerDeps): Record<string, Operation> {
+  return {
+    '/charges': (json, key, signal) =>
+      charges.charge({ ...chargeBody.parse(json), idempotencyKey: key }, signal),
+    '/refunds': (json, key, signal) =>
+      refunds.refund({ ...refundBody.parse(json), idempotencyKey: key }, signal),
+    ...(holds && {
+      '/authorizations': (json, key, signal) =>
+        holds.authorize({ ...chargeBody.parse(json), idempotencyKey: key }, signal),
+      '/captures': (json, key, signal) =>
+        holds.capture({ ...chargeBody.parse(json), idempotencyKey: key }, signal),
+      '/voids': (json, key, signal) =>
+        holds.void({ ...voidBody.parse(json), idempotencyKey: key }, signal),
+    }),
+  };
+}
+
+function inquiriesOf({ charges, refunds, holds }: AcquirerServerDeps): Record<string, Inquiry> {
+  return {
+    charges: (key, signal) => charges.inquireCharge?.(key, signal),
+    refunds: (key, signal) => refunds.inquireRefund?.(key, signal),
+    ...(holds && {
+      authorizations: (key, signal) => holds.inquireAuthorization?.(key, signal),
+      captures: (key, signal) => holds.inquireCapture?.(key, signal),
+      voids: (key, signal) => holds.inquireVoid?.(key, signal),
+    }),
+  };
+}
 
 export function createAcquirerServer(deps: AcquirerServerDeps): Server {
+  // Maps, not objects: a path is looked up as given, never found on a prototype.
+  const paths = {
+    operations: new Map(Object.entries(operationsOf(deps))),
+    inquiries: new Map(Object.entries(inquiriesOf(deps))),
+  };
   const handle = (req: IncomingMessage, res: ServerResponse) => {
-    void route(deps, req, res);
+    void route(deps, paths, req, res);
   };
   return deps.tls ? createTlsServer(deps.tls, handle) : createServer(handle);
 }
 
 async function route(
   deps: AcquirerServerDeps,
+  paths: { operations: Map<string, Operation>; inquiries: Map<string, Inquiry> },
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
@@ -94,17 +146,15 @@ async function route(
     const fault = deps.faults?.current() ?? NO_FAULT;
     if (!(await faultAllows(fault, res, aborted.signal))) return;
     const inquiry = req.method === 'GET' ? INQUIRY.exec(req.url ?? '') : null;
-    if (inquiry) {
-      const inquired = decodeURIComponent(inquiry[2] ?? '');
-      const found =
-        inquiry[1] === 'charges'
-          ? await deps.charges.inquireCharge?.(inquired, aborted.signal)
-          : await deps.refunds.inquireRefund?.(inquired, aborted.signal);
+    const inquire = inquiry ? paths.inquiries.get(inquiry[1] ?? '') : undefined;
+    if (inquiry && inquire) {
+      const found = await inquire(decodeURIComponent(inquiry[2] ?? ''), aborted.signal);
       if (found) send(res, 200, found);
       else send(res, 404, { status: 'not_found' });
       return;
     }
-    if (req.method !== 'POST' || (req.url !== '/charges' && req.url !== '/refunds')) {
+    const operation = req.method === 'POST' ? paths.operations.get(req.url ?? '') : undefined;
+    if (!operation) {
       send(res, 404, { error: 'not_found' });
       return;
     }
@@ -114,16 +164,7 @@ async function route(
       return;
     }
     const json: unknown = JSON.parse(await readBody(req));
-    const answer: ChargeResult | RefundResult =
-      req.url === '/charges'
-        ? await deps.charges.charge(
-            { ...chargeBody.parse(json), idempotencyKey: key },
-            aborted.signal,
-          )
-        : await deps.refunds.refund(
-            { ...refundBody.parse(json), idempotencyKey: key },
-            aborted.signal,
-          );
+    const answer = await operation(json, key, aborted.signal);
     // `drop`: done and recorded, then the answer is lost (the caller sees a reset).
     if ((deps.faults?.current() ?? fault).mode === 'drop') res.socket?.destroy();
     else send(res, 200, answer);

@@ -193,7 +193,7 @@ function callColumns(request: ChargeRequest, result: CallResult): unknown[] {
 }
 
 /** Resolves after `ms`, or rejects with the signal's reason when it aborts first. */
-function delay(ms: number, signal: AbortSignal): Promise<void> {
+export function delay(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) {
       reject(signal.reason as Error);

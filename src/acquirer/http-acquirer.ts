@@ -9,6 +9,7 @@ import {
   type RefundAcquirer,
   type RefundRequest,
 } from './acquirer.js';
+import type { HoldAcquirer } from './hold-acquirer.js';
 
 /** A final answer, checked: anything else from the wire is an error, never a guess. */
 const finalAnswer = z.discriminatedUnion('outcome', [
@@ -33,6 +34,8 @@ interface WireAnswer {
  * the request with its idempotency key in `Idempotency-Key`, so a retried call is answered from
  * the acquirer's books, not charged again; `inquireCharge` and `inquireRefund` GET
  * `/charges/{key}` and `/refunds/{key}` (200: the stored answer; 404 `not_found`: never done).
+ * The two-step operations (issue 40) likewise: `authorize`, `capture` and `void` POST
+ * `/authorizations`, `/captures` and `/voids`, their inquiries GET them by key.
  * Every call is bounded by the caller's signal (`AbortSignal.timeout(ACQUIRER_TIMEOUT_MS)`).
  * A failure says whether the request may have reached the acquirer (issue 36, DESIGN 106):
  *
@@ -50,7 +53,7 @@ interface WireAnswer {
 export function createHttpAcquirer(
   baseUrl: string,
   link: { token?: string | undefined; ca?: string | undefined } = {},
-): Required<Acquirer> & Required<RefundAcquirer> {
+): Required<Acquirer> & Required<RefundAcquirer> & Required<HoldAcquirer> {
   const url = new URL(baseUrl);
   const tls = url.protocol === 'https:';
   const pool = { keepAlive: true, maxSockets: 128 };
@@ -84,6 +87,15 @@ export function createHttpAcquirer(
       post('/refunds', idempotencyKey, body, signal),
     inquireCharge: (key, signal) => inquire(`/charges/${encodeURIComponent(key)}`, signal),
     inquireRefund: (key, signal) => inquire(`/refunds/${encodeURIComponent(key)}`, signal),
+    authorize: ({ idempotencyKey, ...body }, signal) =>
+      post('/authorizations', idempotencyKey, body, signal),
+    capture: ({ idempotencyKey, ...body }, signal) =>
+      post('/captures', idempotencyKey, body, signal),
+    void: ({ idempotencyKey, ...body }, signal) => post('/voids', idempotencyKey, body, signal),
+    inquireAuthorization: (key, signal) =>
+      inquire(`/authorizations/${encodeURIComponent(key)}`, signal),
+    inquireCapture: (key, signal) => inquire(`/captures/${encodeURIComponent(key)}`, signal),
+    inquireVoid: (key, signal) => inquire(`/voids/${encodeURIComponent(key)}`, signal),
   };
 }
 

@@ -67,18 +67,33 @@ export function settlementSweeps(retention: {
   ];
 }
 
-/** The acquirer role's books: charges, refunds and the log of every call. */
+/**
+ * The acquirer role's books: charges, refunds, holds' answers and the log of every call; a hold
+ * once it was captured or voided (one still held is what its capture or void reads).
+ */
 export function acquirerBookSweeps(retentionSeconds: number): RetentionSweep[] {
   return [
-    ['acquirer_simulator_calls', 'id'],
-    ['acquirer_simulator_charges', 'idempotency_key'],
-    ['acquirer_simulator_refunds', 'idempotency_key'],
-    ['acquirer_simulator_refund_calls', 'id'],
-  ].map(([table = '', key = '']) => ({
-    name: table,
-    sql: byAge(table, key, 'created_at'),
-    retentionSeconds,
-  }));
+    ...[
+      ['acquirer_simulator_calls', 'id'],
+      ['acquirer_simulator_charges', 'idempotency_key'],
+      ['acquirer_simulator_refunds', 'idempotency_key'],
+      ['acquirer_simulator_refund_calls', 'id'],
+      ['acquirer_simulator_hold_operations', 'idempotency_key'],
+      ['acquirer_simulator_hold_calls', 'id'],
+    ].map(([table = '', key = '']) => ({
+      name: table,
+      sql: byAge(table, key, 'created_at'),
+      retentionSeconds,
+    })),
+    {
+      name: 'acquirer_simulator_holds (decided)',
+      sql: `DELETE FROM acquirer_simulator_holds WHERE state <> 'held' AND payment_id IN (
+              SELECT payment_id FROM acquirer_simulator_holds
+               WHERE state <> 'held' AND updated_at < now() - make_interval(secs => $1::float8)
+               ORDER BY updated_at LIMIT $2)`,
+      retentionSeconds,
+    },
+  ];
 }
 
 export interface RetentionReaper {

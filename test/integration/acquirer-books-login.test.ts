@@ -46,6 +46,8 @@ async function attempt(
 }
 
 const READ_CHARGES = 'SELECT count(*) FROM acquirer_simulator_charges';
+/** The hold books (0035): the procedure takes them too, at once, before any migration run. */
+const READ_HOLDS = 'SELECT count(*) FROM acquirer_simulator_holds';
 const WRITE_CALLS = `INSERT INTO acquirer_simulator_calls
   (idempotency_key, payment_id, source, amount, currency, result, replayed)
   VALUES ('k', gen_random_uuid(), 'tok_visa', 1, 'EUR', 'approved', false)`;
@@ -74,11 +76,13 @@ describe('acquirer_books_own_login()', () => {
     await db.pool.query('CALL acquirer_books_own_login()');
     await db.pool.query('CALL acquirer_books_own_login()');
     expect(await attempt(db, 'settlement', READ_CHARGES)).toBe(PERMISSION_DENIED);
+    expect(await attempt(db, 'settlement', READ_HOLDS)).toBe(PERMISSION_DENIED);
 
     await db.pool.query('CALL acquirer_books_shared()');
     await applyMigrations(db.url, logger);
 
     expect(await attempt(db, 'settlement', READ_CHARGES)).toBe('ok');
+    expect(await attempt(db, 'settlement', READ_HOLDS)).toBe('ok');
     expect(await attempt(db, 'settlement', WRITE_CALLS)).toBe('ok');
     const { rows } = await db.pool.query<{ n: number }>(
       'SELECT count(*)::int AS n FROM acquirer_books_login',

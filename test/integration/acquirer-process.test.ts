@@ -1,5 +1,10 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  authorizeIdempotencyKey,
+  captureIdempotencyKey,
+} from '../../src/acquirer/hold-acquirer.js';
+import { createHttpAcquirer } from '../../src/acquirer/http-acquirer.js';
 import { createMerchant } from '../../src/merchants/merchant-repository.js';
 import { loginUrl, startDeployedFleet, type DeployedFleet } from '../support/deployed-fleet.js';
 import { createTestDatabase, type TestDatabase } from '../support/isolation.js';
@@ -124,6 +129,34 @@ describe('the acquirer as its own process', () => {
       INSUFFICIENT_PRIVILEGE,
     );
     expect(await attempt('settlement', 'SELECT count(*) FROM acquirer_simulator_calls')).toBe(
+      INSUFFICIENT_PRIVILEGE,
+    );
+  });
+
+  it('when a hold is authorized and partly captured through it, then the books on its login have the hold, which settlement cannot read', async () => {
+    const acquirer = createHttpAcquirer(fleet.acquirerUrl, { token: fleet.env.ACQUIRER_TOKEN });
+    const paymentId = crypto.randomUUID();
+    const hold = { paymentId, currency: 'EUR', source: 'tok_visa' };
+    const signal = () => AbortSignal.timeout(15_000);
+    await expect(
+      acquirer.authorize(
+        { ...hold, idempotencyKey: authorizeIdempotencyKey(paymentId), amount: 1_000 },
+        signal(),
+      ),
+    ).resolves.toMatchObject({ outcome: 'approved' });
+    await expect(
+      acquirer.capture(
+        { ...hold, idempotencyKey: captureIdempotencyKey(paymentId), amount: 700 },
+        signal(),
+      ),
+    ).resolves.toMatchObject({ outcome: 'approved' });
+    const { rows } = await db.pool.query(
+      `SELECT state, amount_captured::int AS captured, amount_released::int AS released
+         FROM acquirer_simulator_holds WHERE payment_id = $1`,
+      [paymentId],
+    );
+    expect(rows).toEqual([{ state: 'captured', captured: 700, released: 300 }]);
+    expect(await attempt('settlement', 'SELECT count(*) FROM acquirer_simulator_holds')).toBe(
       INSUFFICIENT_PRIVILEGE,
     );
   });

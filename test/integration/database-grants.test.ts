@@ -39,7 +39,19 @@ const BOOKS = [
   'acquirer_simulator_charges',
   'acquirer_simulator_refunds',
   'acquirer_simulator_refund_calls',
+  'acquirer_simulator_holds',
+  'acquirer_simulator_hold_operations',
+  'acquirer_simulator_hold_calls',
 ];
+/** A capture or void decides a hold (src/acquirer/hold-books.ts). */
+const HOLD_DECISION = ['state', 'amount_captured', 'amount_released', 'updated_at'];
+const holdBooks = (writes: Writes): Record<string, Writes> =>
+  Object.fromEntries(
+    BOOKS.map((table) => [
+      table,
+      table === 'acquirer_simulator_holds' ? { ...writes, update: HOLD_DECISION } : writes,
+    ]),
+  );
 
 const ALLOWED: Record<ServiceRole, Record<string, Writes>> = {
   api: {
@@ -100,7 +112,7 @@ const ALLOWED: Record<ServiceRole, Record<string, Writes>> = {
       update: ['attempts', 'next_attempt_at', 'locked_until', 'published_at', 'last_error'],
     },
     // The template's books are shared (acquirer_books_own_login() not called).
-    ...Object.fromEntries(BOOKS.map((table) => [table, { insert: true }])),
+    ...holdBooks({ insert: true }),
   },
   webhooks: {
     webhook_delivery_jobs: { delete: true, update: JOB_ENGINE },
@@ -123,7 +135,7 @@ const ALLOWED: Record<ServiceRole, Record<string, Writes>> = {
       update: ['disabled_at', 'disabled_reason', 'failing_since', 'updated_at'],
     },
   },
-  acquirer: Object.fromEntries(BOOKS.map((table) => [table, { insert: true, delete: true }])),
+  acquirer: holdBooks({ insert: true, delete: true }),
 };
 
 const ROLES = Object.keys(ALLOWED) as ServiceRole[];

@@ -30,6 +30,19 @@ afterAll(async () => {
   await db.drop();
 });
 
+/** One round of the acquirer role's sweeps (90 days) on its login: rows deleted per sweep. */
+async function sweepAcquirerBooks(): Promise<Record<string, number>> {
+  const reaper = startRetentionReaper(db.login('acquirer'), logger, acquirerBookSweeps(90 * DAY), {
+    batch: 100,
+    intervalMs: 3_600_000,
+  });
+  try {
+    return await reaper.runOnce();
+  } finally {
+    await reaper.stop();
+  }
+}
+
 /** A payment in `status`, last updated `ageDays` ago, with a processed event that old too. */
 async function payment(status: string, ageDays: number): Promise<string> {
   const id = randomUUID();
@@ -132,20 +145,10 @@ describe('the retention reapers', () => {
     };
     const old = await books(100);
     const recent = await books(10);
-    const reaper = startRetentionReaper(
-      db.login('acquirer'),
-      logger,
-      acquirerBookSweeps(90 * DAY),
-      { batch: 100, intervalMs: 3_600_000 },
-    );
-    try {
-      expect(await reaper.runOnce()).toMatchObject({
-        acquirer_simulator_calls: 1,
-        acquirer_simulator_charges: 1,
-      });
-    } finally {
-      await reaper.stop();
-    }
+    expect(await sweepAcquirerBooks()).toMatchObject({
+      acquirer_simulator_calls: 1,
+      acquirer_simulator_charges: 1,
+    });
     for (const table of ['acquirer_simulator_charges', 'acquirer_simulator_calls']) {
       const keys = await db.pool.query<{ idempotency_key: string }>(
         `SELECT idempotency_key FROM ${table} WHERE idempotency_key = ANY($1)`,
@@ -153,6 +156,43 @@ describe('the retention reapers', () => {
       );
       expect(keys.rows.map((r) => r.idempotency_key)).toEqual([recent]);
     }
+  });
+
+  it('when holds age, then the acquirer login deletes decided holds and answers past retention and keeps a hold still held, however old', async () => {
+    const hold = async (state: 'held' | 'captured' | 'voided', ageDays: number) => {
+      const paymentId = randomUUID();
+      const [captured, released] =
+        state === 'captured' ? [600, 400] : state === 'voided' ? [0, 1000] : [0, 0];
+      await db.pool.query(
+        `INSERT INTO acquirer_simulator_holds
+           (payment_id, authorize_key, source, currency, amount_authorized, amount_captured,
+            amount_released, state, reference, created_at, updated_at)
+         VALUES ($1, $6, 'tok_visa', 'EUR', 1000, $2, $3, $4, 'ref',
+                 now() - make_interval(days => $5), now() - make_interval(days => $5))`,
+        [paymentId, captured, released, state, ageDays, `authorize_${paymentId}`],
+      );
+      await db.pool.query(
+        `INSERT INTO acquirer_simulator_hold_operations
+           (idempotency_key, payment_id, operation, amount, result, reference, created_at)
+         VALUES ($3, $1, 'authorize', 1000, 'approved', 'ref',
+                 now() - make_interval(days => $2))`,
+        [paymentId, ageDays, `authorize_${paymentId}`],
+      );
+      return paymentId;
+    };
+    const oldCaptured = await hold('captured', 100);
+    const oldVoided = await hold('voided', 100);
+    const oldHeld = await hold('held', 100);
+    const recentCaptured = await hold('captured', 10);
+    expect(await sweepAcquirerBooks()).toMatchObject({
+      'acquirer_simulator_holds (decided)': 2,
+      acquirer_simulator_hold_operations: 3,
+    });
+    const kept = await db.pool.query<{ payment_id: string }>(
+      'SELECT payment_id FROM acquirer_simulator_holds WHERE payment_id = ANY($1)',
+      [[oldCaptured, oldVoided, oldHeld, recentCaptured]],
+    );
+    expect(kept.rows.map((r) => r.payment_id).sort()).toEqual([oldHeld, recentCaptured].sort());
   });
 
   it('when refund jobs are claimed, then the claim reads the claimable index (0029), not a scan of the table', async () => {

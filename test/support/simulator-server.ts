@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { createAcquirerFaults, type AcquirerFaults } from '../../src/acquirer/acquirer-faults.js';
 import { createAcquirerServer } from '../../src/acquirer/acquirer-http-server.js';
 import { createAcquirerSimulator } from '../../src/acquirer/acquirer-simulator.js';
+import { createHoldSimulator } from '../../src/acquirer/hold-simulator.js';
 import { createRefundSimulator } from '../../src/acquirer/refund-simulator.js';
 import type { TestDatabase } from './isolation.js';
 
@@ -20,13 +21,11 @@ export interface SimulatorServer {
 export async function startSimulatorServer(db: TestDatabase): Promise<SimulatorServer> {
   const pool = db.login('acquirer');
   const faults = createAcquirerFaults();
+  const simulated = { latencyMs: 0, transientFailureRate: 0, timeoutTokenDelayMs: 5_000 };
   const server = createAcquirerServer({
-    charges: createAcquirerSimulator(pool, {
-      latencyMs: 0,
-      transientFailureRate: 0,
-      timeoutTokenDelayMs: 5_000,
-    }),
+    charges: createAcquirerSimulator(pool, simulated),
     refunds: createRefundSimulator(pool),
+    holds: createHoldSimulator(pool, simulated),
     faults,
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -9,6 +9,7 @@ import {
 import { createAcquirerServer } from '../../acquirer/acquirer-http-server.js';
 import { createAcquirerSimulator } from '../../acquirer/acquirer-simulator.js';
 import { createTokenCheck } from '../../acquirer/acquirer-token.js';
+import { createHoldSimulator } from '../../acquirer/hold-simulator.js';
 import { createRefundSimulator } from '../../acquirer/refund-simulator.js';
 import { acquirerBookSweeps, startRetentionReaper } from '../../jobs/retention-reaper.js';
 import { closeServer, listen } from '../../platform/lifecycle/http-listen.js';
@@ -33,14 +34,16 @@ export async function startAcquirer(platform: Platform): Promise<RunningRole & {
   const { config, pool } = platform;
   const logger = platform.logger.child({ role: 'acquirer' });
   const faults = createAcquirerFaults();
+  const simulated = {
+    latencyMs: config.ACQUIRER_SIM_LATENCY_MS,
+    transientFailureRate: config.ACQUIRER_SIM_FAILURE_RATE,
+    // Longer than the callers' timeout: tok_timeout is cut by the caller, which hangs up.
+    timeoutTokenDelayMs: config.ACQUIRER_TIMEOUT_MS * 3,
+  };
   const server = createAcquirerServer({
-    charges: createAcquirerSimulator(pool, {
-      latencyMs: config.ACQUIRER_SIM_LATENCY_MS,
-      transientFailureRate: config.ACQUIRER_SIM_FAILURE_RATE,
-      // Longer than the callers' timeout: tok_timeout is cut by the caller, which hangs up.
-      timeoutTokenDelayMs: config.ACQUIRER_TIMEOUT_MS * 3,
-    }),
+    charges: createAcquirerSimulator(pool, simulated),
     refunds: createRefundSimulator(pool),
+    holds: createHoldSimulator(pool, simulated),
     // Its books (Postgres) only: it never uses Redis or Kafka (DESIGN 109).
     readiness: () =>
       checkRequired(

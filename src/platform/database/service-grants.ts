@@ -58,6 +58,17 @@ const ACQUIRER_BOOKS = [
   'acquirer_simulator_charges',
   'acquirer_simulator_refunds',
   'acquirer_simulator_refund_calls',
+  'acquirer_simulator_holds',
+  'acquirer_simulator_hold_operations',
+  'acquirer_simulator_hold_calls',
+] as const;
+
+/** A hold's capture or void (src/acquirer/hold-simulator.ts): its amounts and state, no more. */
+const HOLD_DECISION_COLUMNS = [
+  'state',
+  'amount_captured',
+  'amount_released',
+  'updated_at',
 ] as const;
 
 export const SERVICE_GRANTS: readonly LoginGrants[] = [
@@ -185,6 +196,12 @@ export const SERVICE_GRANTS: readonly LoginGrants[] = [
       },
       // The simulator's books while settlement may run it in-process (ACQUIRER_URL unset).
       { tables: ACQUIRER_BOOKS, privileges: ['SELECT', 'INSERT'], whileBooksShared: true },
+      {
+        tables: ['acquirer_simulator_holds'],
+        privileges: ['UPDATE'],
+        columns: HOLD_DECISION_COLUMNS,
+        whileBooksShared: true,
+      },
     ],
   },
   {
@@ -227,6 +244,11 @@ export const SERVICE_GRANTS: readonly LoginGrants[] = [
     grants: [
       // The simulator's books and nothing else, deleted after ACQUIRER_BOOKS_RETENTION_SECONDS.
       { tables: ACQUIRER_BOOKS, privileges: ['SELECT', 'INSERT', 'DELETE'] },
+      {
+        tables: ['acquirer_simulator_holds'],
+        privileges: ['UPDATE'],
+        columns: HOLD_DECISION_COLUMNS,
+      },
     ],
   },
 ];
