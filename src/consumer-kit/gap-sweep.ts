@@ -2,7 +2,8 @@ import type { Admin, Kafka } from 'kafkajs';
 import type { Pool } from 'pg';
 import type { ApplyOptions } from './apply-event.js';
 import { checkOrder, type SubjectState } from './lifecycle-order.js';
-import { resolveGap, type GapHandler, type GapReason, type GapResult } from './order-gap.js';
+import type { GapHandler, GapReason } from './order-gap.js';
+import { resolveGap, type GapResult } from './resolve-gap.js';
 import type { CloudEvent } from './parse-cloud-event.js';
 import { withTimeout } from './with-timeout.js';
 

@@ -9,7 +9,8 @@ import {
 } from './apply-event.js';
 import { createRetentionCheck, sweepGaps } from './gap-sweep.js';
 import { inboxTables } from './inbox-schema.js';
-import type { GapHandler, GapResult, OrderGap } from './order-gap.js';
+import type { GapHandler, OrderGap } from './order-gap.js';
+import type { GapResult } from './resolve-gap.js';
 import { parseCloudEvent, type CloudEvent } from './parse-cloud-event.js';
 import { withTimeout } from './with-timeout.js';
 
