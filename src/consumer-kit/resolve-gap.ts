@@ -114,6 +114,10 @@ async function decide(
         `onGap of event ${event.id}`,
       )
     : DEFAULT_GAP_DECISION;
+  // A caller in plain JavaScript may return anything: an unknown answer decides nothing.
+  if (!['apply', 'skip', 'wait'].includes((decision as { action?: unknown }).action as string)) {
+    throw new Error(`onGap of event ${event.id} returned no decision (apply, skip or wait)`);
+  }
   if (decision.action === 'apply') {
     const replaced = decision.data !== undefined;
     const applied = replaced ? { ...event, data: decision.data } : event;

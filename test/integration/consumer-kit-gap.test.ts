@@ -102,7 +102,7 @@ async function start(options: {
     },
     ...(options.onGap ? { onGap: options.onGap } : {}),
     onGapDecided: (report) => options.decided.push(report),
-    gapAfterMs: 3_000,
+    gapAfterMs: 5_000,
     gapCheckMs: 200,
     timeoutMs: 15_000,
   });
@@ -153,7 +153,7 @@ describe('consumer kit: a predecessor that never comes (real Kafka and Postgres)
       [paymentEventId(pA, 'payment.settled'), 'before_retention', 'payment.created', 'applied'],
       [paymentEventId(pB, 'payment.settled'), 'before_retention', 'payment.created', 'skipped'],
       [paymentEventId(pD, 'payment.canceled'), 'before_retention', 'payment.authorized', 'waiting'],
-      // Asked again after gapAfterMs (3 s), not on every sweep (every 200 ms).
+      // Asked again after gapAfterMs (5 s), not on every sweep (every 200 ms).
       [paymentEventId(pD, 'payment.canceled'), 'waited', 'payment.authorized', 'applied'],
     ]);
     expect(consumer.counters()).toMatchObject({ gaps: 4, skipped: 1, parked: 3, applied: 6 });
@@ -202,7 +202,7 @@ describe('consumer kit: a predecessor that never comes (real Kafka and Postgres)
     await until(() => consumer.counters().parked === 1, 'the settled event parked');
     const parkedAt = Date.now();
     await until(() => consumer.counters().gaps === 1, 'the gap reported');
-    expect(Date.now() - parkedAt).toBeGreaterThanOrEqual(2_000);
+    expect(Date.now() - parkedAt).toBeGreaterThanOrEqual(4_000);
     expect(decided.map(({ gap, outcome }) => [gap.reason, gap.missing, outcome])).toEqual([
       ['waited', 'payment.created', 'applied'],
     ]);
