@@ -28,7 +28,9 @@ describe('verify: the event log of the payments topic', () => {
     const paymentId = randomUUID();
     const log = createEventLog();
     const types = ['payment.created', 'payment.authorized', 'payment.canceled'];
-    types.forEach((type, offset) => { log.add(record(paymentId, type, offset)); });
+    types.forEach((type, offset) => {
+      log.add(record(paymentId, type, offset));
+    });
     expect(log.malformed).toEqual([]);
     const events = log.payments.get(paymentId);
     expect(events?.authorized.map((copy) => copy.eventId)).toEqual([
@@ -42,7 +44,9 @@ describe('verify: the event log of the payments topic', () => {
     const paymentId = randomUUID();
     const log = createEventLog();
     const paymentTypes = EVENT_TYPES.filter((type) => type.startsWith('payment.'));
-    paymentTypes.forEach((type, offset) => { log.add(record(paymentId, type, offset)); });
+    paymentTypes.forEach((type, offset) => {
+      log.add(record(paymentId, type, offset));
+    });
     expect(log.malformed).toEqual([]);
     expect(log.counts().distinct).toBe(paymentTypes.length);
   });
