@@ -1,8 +1,9 @@
 import type { Pool, PoolClient } from 'pg';
 import type { InboxTables } from './inbox-schema.js';
 import { checkOrder, type SubjectState } from './lifecycle-order.js';
+import type { OrderGap } from './order-gap.js';
 import type { CloudEvent } from './parse-cloud-event.js';
-import { beginBounded, timedQuery } from './timed-query.js';
+import { inBoundedTransaction, timedQuery } from './timed-query.js';
 import { withTimeout } from './with-timeout.js';
 
 /** What the kit does with an event that arrives out of its payment's lifecycle order. */
@@ -24,6 +25,11 @@ export interface EventContext {
   orderProblem: string | null;
   /** True when a parked event is applied now that the event before it arrived. */
   released: boolean;
+  /**
+   * Set when a parked event is applied because its predecessor never came and onGap chose
+   * `apply` (README, "Gaps"): what is missing, and why the kit stopped waiting.
+   */
+  gap: OrderGap | null;
 }
 
 export type EventHandler = (event: CloudEvent, context: EventContext) => Promise<void>;
@@ -59,11 +65,7 @@ export async function applyEvent(
   position: RecordPosition | null,
 ): Promise<ApplyResult> {
   const { pool, tables, timeoutMs } = options;
-  const client = await withTimeout(pool.connect(), timeoutMs, 'connecting to Postgres', (late) => {
-    late.release();
-  });
-  try {
-    await beginBounded(client, timeoutMs);
+  return inBoundedTransaction(pool, timeoutMs, async (client) => {
     const inserted = await timedQuery(
       client,
       timeoutMs,
@@ -73,15 +75,9 @@ export async function applyEvent(
        ON CONFLICT (event_id) DO NOTHING`,
       [event.id, event.type, event.subject, position?.topic, position?.partition, position?.offset],
     );
-    let result: ApplyResult = { outcome: 'duplicate', problem: null, released: [] };
-    if (inserted.rowCount === 1) result = await applyNew(options, client, event, position);
-    await timedQuery(client, timeoutMs, 'COMMIT');
-    client.release();
-    return result;
-  } catch (error) {
-    client.release(error instanceof Error ? error : true);
-    throw error;
-  }
+    if (inserted.rowCount !== 1) return { outcome: 'duplicate', problem: null, released: [] };
+    return applyNew(options, client, event, position);
+  });
 }
 
 async function applyNew(
@@ -116,7 +112,8 @@ async function applyNew(
     );
     return { outcome, problem, released: [] };
   }
-  await runHandler(options, event, { client, position, orderProblem: problem, released: false });
+  const context = { client, position, orderProblem: problem, released: false, gap: null };
+  await runHandler(options, event, context);
   if (problem !== null) {
     await timedQuery(
       client,
@@ -125,10 +122,24 @@ async function applyNew(
       [event.id, problem],
     );
   }
-  let state = verdict.next;
+  const released = await releaseAfter(options, client, event, verdict.next);
+  return { outcome: 'applied', problem, released };
+}
+
+/**
+ * After `event` was applied and moved its subject to `from`: applies the parked events of the
+ * subject that are now in order (policy 'park'), then saves the subject's state and last event.
+ */
+export async function releaseAfter(
+  options: ApplyOptions,
+  client: PoolClient,
+  event: CloudEvent,
+  from: SubjectState,
+): Promise<CloudEvent[]> {
+  let state = from;
   let last = event;
   const released: CloudEvent[] = [];
-  if (policy === 'park') {
+  if (options.policy === 'park') {
     for (const parked of await releasable(options, client, event.subject, state)) {
       released.push(parked.event);
       state = parked.next;
@@ -137,14 +148,14 @@ async function applyNew(
   }
   await timedQuery(
     client,
-    timeoutMs,
-    `UPDATE ${tables.subjects}
+    options.timeoutMs,
+    `UPDATE ${options.tables.subjects}
      SET state = $2, last_event_id = $3, last_event_type = $4, last_event_time = $5,
          updated_at = now()
      WHERE subject = $1`,
     [event.subject, JSON.stringify(state), last.id, last.type, validTime(last.time)],
   );
-  return { outcome: 'applied', problem, released };
+  return released;
 }
 
 /**
@@ -177,7 +188,13 @@ async function releasable(
     for (const [index, row] of waiting.entries()) {
       const verdict = checkOrder(state, row.event);
       if (!verdict.inOrder) continue;
-      const context = { client, position: row.position, orderProblem: null, released: true };
+      const context = {
+        client,
+        position: row.position,
+        orderProblem: null,
+        released: true,
+        gap: null,
+      };
       await runHandler(options, row.event, context);
       await timedQuery(
         client,
@@ -196,7 +213,7 @@ async function releasable(
   return applied;
 }
 
-function runHandler(options: ApplyOptions, event: CloudEvent, context: EventContext) {
+export function runHandler(options: ApplyOptions, event: CloudEvent, context: EventContext) {
   return withTimeout(
     options.handler(event, context),
     options.timeoutMs,

@@ -27,6 +27,13 @@ export {
   type InboxTables,
 } from './inbox-schema.js';
 export {
+  DEFAULT_GAP_DECISION,
+  type GapDecision,
+  type GapHandler,
+  type GapReason,
+  type OrderGap,
+} from './order-gap.js';
+export {
   checkOrder,
   LIFECYCLE_TYPES,
   type OrderVerdict,

@@ -7,7 +7,10 @@ import {
   type OutOfOrderPolicy,
   type RecordPosition,
 } from './apply-event.js';
+import { createRetentionCheck, sweepGaps } from './gap-sweep.js';
 import { inboxTables } from './inbox-schema.js';
+import type { GapHandler, OrderGap } from './order-gap.js';
+import type { GapResult } from './resolve-gap.js';
 import { parseCloudEvent, type CloudEvent } from './parse-cloud-event.js';
 import { withTimeout } from './with-timeout.js';
 
@@ -27,9 +30,23 @@ export interface InboxConsumerOptions {
   outOfOrder?: OutOfOrderPolicy;
   /** Called after the transaction that parked, refused or applied an out-of-order event committed. */
   onOutOfOrder?: (report: OutOfOrderReport) => void;
+  /**
+   * Decides a parked event whose predecessor is not coming (README, "Gaps"): apply it (with the
+   * payment fetched anew as its data, or as it is), skip it, or wait longer. Default: apply.
+   */
+  onGap?: GapHandler;
+  /** How long a parked event waits for its predecessor before onGap is asked (5 minutes). */
+  gapAfterMs?: number;
+  /** How often parked events are looked at (every 10 s, or gapAfterMs when shorter). */
+  gapCheckMs?: number;
+  /** Called after the transaction that carried out onGap's decision committed. */
+  onGapDecided?: (report: { gap: OrderGap; outcome: GapResult['outcome'] }) => void;
   /** Called for a record that is no CloudEvent: it is counted and skipped (no id to deduplicate by). */
   onInvalid?: (report: { position: RecordPosition; reason: string }) => void;
-  /** Called when an event's transaction failed; kafkajs retries the record (offset not committed). */
+  /**
+   * Called when an event's transaction failed; kafkajs retries the record (offset not committed).
+   * A failed gap sweep is reported here too, with partition -1 (the next sweep tries again).
+   */
   onError?: (error: unknown, position: RecordPosition) => void;
   /** Bounds connecting to Postgres, each statement and lock wait, and each handler call (10 s). */
   timeoutMs?: number;
@@ -62,6 +79,10 @@ export interface InboxCounters {
   invalid: number;
   /** Transactions that failed (the record comes again). */
   failed: number;
+  /** Parked events whose gap was reported to onGap (each time it was asked). */
+  gaps: number;
+  /** Parked events skipped by onGap's decision (never applied). */
+  skipped: number;
 }
 
 export interface InboxConsumer {
@@ -97,14 +118,57 @@ export function createInboxConsumer(options: InboxConsumerOptions): InboxConsume
     released: 0,
     invalid: 0,
     failed: 0,
+    gaps: 0,
+    skipped: 0,
   };
   let consumer: Consumer | undefined;
+  const topic = options.topic ?? 'payments.events';
+  const gapAfterMs = options.gapAfterMs ?? 300_000;
+  const gapCheckMs = options.gapCheckMs ?? Math.min(10_000, gapAfterMs);
+  const retention = createRetentionCheck({
+    kafka: options.kafka,
+    pool: options.pool,
+    inbox: apply.tables.inbox,
+    timeoutMs,
+    kafkaTimeoutMs,
+  });
+  let sweepTimer: NodeJS.Timeout | undefined;
+  let sweeping: Promise<void> = Promise.resolve();
+
+  const counted = (results: GapResult[]) => {
+    for (const { outcome, gap, released } of results) {
+      counters.applied += released.length + (outcome === 'applied' ? 1 : 0);
+      if (outcome === 'released') counters.released += released.length;
+      if (outcome === 'skipped') counters.skipped += 1;
+      if (gap === null) continue;
+      counters.gaps += 1;
+      options.onGapDecided?.({ gap, outcome });
+    }
+  };
+  const sweep = async () => {
+    retention.reset();
+    const results = await sweepGaps({ apply, onGap: options.onGap, gapAfterMs, retention });
+    counted(results);
+  };
+  const scheduleSweep = () => {
+    sweepTimer = setTimeout(() => {
+      sweeping = sweep()
+        .catch((error: unknown) => {
+          counters.failed += 1;
+          options.onError?.(error, { topic, partition: -1, offset: '-1' });
+        })
+        .finally(() => {
+          if (sweepTimer !== undefined) scheduleSweep();
+        });
+    }, gapCheckMs);
+  };
 
   const handle = async (position: RecordPosition, value: Buffer | null): Promise<void> => {
     const parsed = parseCloudEvent(value);
     if (!parsed.ok) {
       counters.invalid += 1;
       options.onInvalid?.({ position, reason: parsed.reason });
+      retention.handled(position.topic, position.partition, position.offset);
       return;
     }
     let result;
@@ -115,6 +179,7 @@ export function createInboxConsumer(options: InboxConsumerOptions): InboxConsume
       options.onError?.(error, position);
       throw error;
     }
+    retention.handled(position.topic, position.partition, position.offset);
     if (result.outcome === 'duplicate') counters.duplicates += 1;
     else if (result.outcome === 'applied') counters.applied += 1;
     else counters[result.outcome] += 1;
@@ -145,7 +210,7 @@ export function createInboxConsumer(options: InboxConsumerOptions): InboxConsume
         await withTimeout(started.connect(), kafkaTimeoutMs, 'connecting to Kafka');
         await withTimeout(
           started.subscribe({
-            topics: [options.topic ?? 'payments.events'],
+            topics: [topic],
             fromBeginning: options.fromBeginning ?? true,
           }),
           kafkaTimeoutMs,
@@ -156,12 +221,13 @@ export function createInboxConsumer(options: InboxConsumerOptions): InboxConsume
             partitionsConsumedConcurrently: options.partitionsConsumedConcurrently ?? 1,
             // The offset is resolved only when this resolves, i.e. after the transaction
             // committed; kafkajs retries a record whose handling threw.
-            eachMessage: ({ topic, partition, message }) =>
-              handle({ topic, partition, offset: message.offset }, message.value),
+            eachMessage: ({ topic: from, partition, message }) =>
+              handle({ topic: from, partition, offset: message.offset }, message.value),
           }),
           kafkaTimeoutMs,
           'starting the consumer',
         );
+        scheduleSweep();
       } catch (error) {
         // A failed start leaves nothing behind: start() may be called again.
         consumer = undefined;
@@ -175,6 +241,10 @@ export function createInboxConsumer(options: InboxConsumerOptions): InboxConsume
       const running = consumer;
       consumer = undefined;
       if (!running) return;
+      clearTimeout(sweepTimer);
+      sweepTimer = undefined;
+      await sweeping;
+      await retention.close().catch(() => undefined);
       // disconnect waits for the event in flight (bounded by timeoutMs) and commits offsets.
       await withTimeout(running.disconnect(), kafkaTimeoutMs + timeoutMs, 'stopping the consumer');
     },

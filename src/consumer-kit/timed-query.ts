@@ -1,4 +1,5 @@
-import type { PoolClient, QueryConfig, QueryResult, QueryResultRow } from 'pg';
+import type { Pool, PoolClient, QueryConfig, QueryResult, QueryResultRow } from 'pg';
+import { withTimeout } from './with-timeout.js';
 
 /**
  * One query bounded on both sides: `query_timeout` (node-postgres gives up waiting after it and
@@ -33,4 +34,29 @@ export async function beginBounded(client: PoolClient, timeoutMs: number): Promi
     timeoutMs,
     `SET LOCAL idle_in_transaction_session_timeout = ${ms + CLIENT_SLACK_MS}`,
   );
+}
+
+/**
+ * `work` in one bounded transaction on a client of `pool` (connecting bounded too), committed
+ * when it resolves. When anything throws, the client is destroyed (rolling back whatever was
+ * begun) and the error rethrown.
+ */
+export async function inBoundedTransaction<T>(
+  pool: Pool,
+  timeoutMs: number,
+  work: (client: PoolClient) => Promise<T>,
+): Promise<T> {
+  const client = await withTimeout(pool.connect(), timeoutMs, 'connecting to Postgres', (late) => {
+    late.release();
+  });
+  try {
+    await beginBounded(client, timeoutMs);
+    const result = await work(client);
+    await timedQuery(client, timeoutMs, 'COMMIT');
+    client.release();
+    return result;
+  } catch (error) {
+    client.release(error instanceof Error ? error : true);
+    throw error;
+  }
 }

@@ -102,4 +102,27 @@ describe('consumer kit: the transaction', () => {
     });
     expect(await effectsOf(event.id)).toEqual([{ applications: 1 }]);
   });
+
+  it("when an older kit's inbox table is ensured again, then it gains the gap columns and the skipped status, once", async () => {
+    // The inbox table as the kit created it before gaps were reported.
+    await db.pool.query(`CREATE TABLE old_inbox (
+      event_id text PRIMARY KEY, event_type text NOT NULL, subject text NOT NULL,
+      status text NOT NULL CHECK (status IN ('applied', 'parked', 'refused')),
+      order_problem text, event jsonb, topic text, kafka_partition integer, kafka_offset bigint,
+      received_at timestamptz NOT NULL DEFAULT now(), applied_at timestamptz)`);
+    await ensureInboxSchema(consumerPool, 'old_inbox');
+    await ensureInboxSchema(consumerPool, 'old_inbox');
+    const insert = (status: string) =>
+      db.pool.query(
+        `INSERT INTO old_inbox (event_id, event_type, subject, status, gap_decision)
+         VALUES ($1, 'payment.settled', 'p', $2, 'skip')`,
+        [randomUUID(), status],
+      );
+    await expect(insert('skipped')).resolves.toMatchObject({ rowCount: 1 });
+    await expect(insert('lost')).rejects.toThrow(/old_inbox_status_check/);
+    const checks = await db.pool.query(
+      `SELECT conname FROM pg_constraint WHERE conrelid = 'old_inbox'::regclass AND contype = 'c'`,
+    );
+    expect(checks.rows).toEqual([{ conname: 'old_inbox_status_check' }]);
+  });
 });

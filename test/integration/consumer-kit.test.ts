@@ -10,10 +10,9 @@ import {
   type OutOfOrderReport,
 } from '../../src/consumer-kit/consumer-kit.js';
 import { toKafkaRecord } from '../../src/outbox/cloud-event.js';
-import { paymentEventId, type PaymentEventType } from '../../src/payments/payment-event-id.js';
+import { paymentEventId } from '../../src/payments/payment-event-id.js';
 import { refundEventId, type RefundEventType } from '../../src/refunds/refund-event-id.js';
 import {
-  createIdempotentProducer,
   createKafka,
   ensureTopics,
   type Admin,
@@ -27,6 +26,7 @@ import {
   uniqueTopic,
   type TestDatabase,
 } from '../support/isolation.js';
+import { paymentRecord, publishRecords, until } from '../support/consumer-kit-records.js';
 
 // The consumer kit against the real stack: CloudEvents as the relay writes them, on a fresh
 // topic, read into the consumer's OWN database (an empty one, not the service's schema).
@@ -61,18 +61,6 @@ afterAll(async () => {
 const [p1, p2, p3, p4] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
 const [r1, r2] = [randomUUID(), randomUUID()];
 
-function paymentEvent(paymentId: string, type: PaymentEventType) {
-  const event = {
-    eventId: paymentEventId(paymentId, type),
-    eventType: type,
-    aggregateId: paymentId,
-    merchantId: 'merchant-kit',
-    data: { id: paymentId, object: 'payment', amount: 4200, currency: 'EUR' },
-    createdAt: new Date(),
-  };
-  return toKafkaRecord(event);
-}
-
 function refundEvent(paymentId: string, refundId: string, type: RefundEventType) {
   const event = {
     eventId: refundEventId(refundId, type),
@@ -88,28 +76,22 @@ function refundEvent(paymentId: string, refundId: string, type: RefundEventType)
 /** 12 distinct events, one sent twice, one out-of-order pair (p3), and one record that is no event. */
 async function publishScenario(): Promise<void> {
   const records = [
-    paymentEvent(p1, 'payment.created'),
-    paymentEvent(p1, 'payment.created'), // the same event again (a republished copy)
-    paymentEvent(p1, 'payment.settled'), // its handler fails once (a crash before the commit)
-    paymentEvent(p2, 'payment.created'),
-    paymentEvent(p2, 'payment.failed'),
-    paymentEvent(p3, 'payment.settled'), // before its payment.created: out of order
-    paymentEvent(p3, 'payment.created'),
-    paymentEvent(p4, 'payment.created'),
-    paymentEvent(p4, 'payment.settled'),
+    paymentRecord(p1, 'payment.created'),
+    paymentRecord(p1, 'payment.created'), // the same event again (a republished copy)
+    paymentRecord(p1, 'payment.settled'), // its handler fails once (a crash before the commit)
+    paymentRecord(p2, 'payment.created'),
+    paymentRecord(p2, 'payment.failed'),
+    paymentRecord(p3, 'payment.settled'), // before its payment.created: out of order
+    paymentRecord(p3, 'payment.created'),
+    paymentRecord(p4, 'payment.created'),
+    paymentRecord(p4, 'payment.settled'),
     refundEvent(p4, r1, 'refund.created'),
     refundEvent(p4, r2, 'refund.created'),
     refundEvent(p4, r2, 'refund.succeeded'), // refunds interleave: in order
     refundEvent(p4, r1, 'refund.failed'),
     { key: p2, value: 'not a cloud event', headers: {} },
   ];
-  const producer = createIdempotentProducer(kafka);
-  await producer.connect();
-  try {
-    await producer.send({ topic, acks: -1, messages: records });
-  } finally {
-    await producer.disconnect();
-  }
+  await publishRecords(kafka, topic, records);
 }
 
 /** A handler whose write is NOT idempotent: applying an event twice shows as applications = 2. */
@@ -157,15 +139,6 @@ async function startConsumer(options: {
   consumers.push(consumer);
   await consumer.start();
   return consumer;
-}
-
-/** Polls until `done` holds (generous bound: a loaded machine is slow, never wrong). */
-async function until(done: () => boolean, what: string, ms = 45_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 async function applied(table: string) {

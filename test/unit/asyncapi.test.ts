@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EVENT_SOURCE, toKafkaRecord } from '../../src/outbox/cloud-event.js';
-import { EVENT_ID_NAMESPACE } from '../../src/events/event-types.js';
+import { EVENT_ID_NAMESPACE, EVENT_TYPES } from '../../src/events/event-types.js';
 import { paymentEventId } from '../../src/payments/payment-event-id.js';
 import { configSchema } from '../../src/platform/config/config.js';
 
@@ -48,5 +48,22 @@ describe('docs/asyncapi.yaml', () => {
     const defaults = configSchema.parse({});
     expect(doc).toContain(`address: ${defaults.KAFKA_TOPIC_PAYMENTS}\n`);
     expect(doc).toContain(`address: ${defaults.KAFKA_TOPIC_DLQ}\n`);
+  });
+
+  it('when the document lists event types, then they are the events contract of src/events/, each with its message', () => {
+    const enumStart = doc.indexOf('    EventType:');
+    const listed = /\[([^\]]+)\]/.exec(doc.slice(enumStart))?.[1] ?? '';
+    const types = listed.split(',').map((type) => type.trim());
+    expect(types.filter((type) => type !== '')).toEqual([...EVENT_TYPES]);
+    const published = doc.slice(
+      doc.indexOf('  publishPaymentEvents:'),
+      doc.indexOf('  settlePayments:'),
+    );
+    for (const type of EVENT_TYPES) {
+      const message = type.replace(/\.(\w)/, (_, letter: string) => letter.toUpperCase());
+      expect(doc, type).toContain(`      name: ${type}\n`);
+      expect(doc, type).toContain(`                const: ${type}\n`);
+      expect(published, type).toContain(`/messages/${message}'`);
+    }
   });
 });

@@ -85,6 +85,67 @@ describe('consumer kit: lifecycle order per payment', () => {
     ]);
   });
 
+  it('when a manual payment is authorized, then settled (captured) or canceled follows it in order', () => {
+    const manual = { capture_method: 'manual' };
+    const captured = run([
+      { type: 'payment.created', data: manual },
+      { type: 'payment.authorized', data: manual },
+      { type: 'payment.settled', data: { ...manual, amount_captured: 100 } },
+      refund('refund.created', 'r1'),
+    ]);
+    expect(captured.problems).toEqual([null, null, null, null]);
+    expect(captured.state).toEqual({ payment: 'settled', refunds: { r1: 'created' } });
+    const canceled = run([
+      { type: 'payment.created' },
+      { type: 'payment.authorized' },
+      { type: 'payment.canceled' },
+      { type: 'payment.settled' },
+      refund('refund.created', 'r1'),
+    ]);
+    expect(canceled.problems).toEqual([
+      null,
+      null,
+      null,
+      'payment.settled after payment.canceled',
+      'refund.created after payment.canceled',
+    ]);
+  });
+
+  it('when a manual step comes before its predecessor, then the missing event is named', () => {
+    const verdicts = [
+      checkOrder({ payment: 'created' }, { type: 'payment.canceled' }),
+      checkOrder(
+        { payment: 'created' },
+        { type: 'payment.settled', data: { capture_method: 'manual' } },
+      ),
+      checkOrder({}, { type: 'payment.authorized' }),
+      checkOrder({ payment: 'authorized' }, { type: 'payment.failed' }),
+      checkOrder({ payment: 'settled' }, { type: 'payment.authorized' }),
+    ];
+    expect(verdicts.map((v) => (v.inOrder ? null : [v.problem, v.missing]))).toEqual([
+      ['payment.canceled before payment.authorized', 'payment.authorized'],
+      ['payment.settled before payment.authorized', 'payment.authorized'],
+      ['payment.authorized before payment.created', 'payment.created'],
+      ['payment.failed after payment.authorized', null],
+      ['payment.authorized after payment.settled', null],
+    ]);
+    // Applied anyway, an early event moves the stage forwards; a late one leaves it.
+    expect(verdicts.map((v) => v.next.payment)).toEqual([
+      'canceled',
+      'settled',
+      'authorized',
+      'authorized',
+      'settled',
+    ]);
+  });
+
+  it('when an automatic payment settles right after payment.created, then it is in order (no authorized)', () => {
+    expect(run([{ type: 'payment.created' }, { type: 'payment.settled' }]).problems).toEqual([
+      null,
+      null,
+    ]);
+  });
+
   it('when an event type is outside the lifecycle, then it is in order and changes nothing', () => {
     const state: SubjectState = { payment: 'created' };
     expect(checkOrder(state, { type: 'payment.disputed' })).toEqual({ inOrder: true, next: state });

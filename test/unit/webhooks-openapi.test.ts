@@ -29,8 +29,18 @@ describe('the webhook operations of the OpenAPI document', () => {
         ],
       });
     }
+    // Merchants subscribe to every result of the events contract, the manual-capture ones too.
+    expect(WEBHOOK_EVENT_TYPES).toEqual([
+      'payment.authorized',
+      'payment.settled',
+      'payment.failed',
+      'payment.canceled',
+      'refund.succeeded',
+      'refund.failed',
+    ]);
     const body = (events: unknown) => ({ url: 'https://example.com/', enabled_events: events });
-    for (const events of [['*'], ['payment.settled'], [...WEBHOOK_EVENT_TYPES]]) {
+    const manual = ['payment.authorized', 'payment.canceled'];
+    for (const events of [['*'], ['payment.settled'], manual, [...WEBHOOK_EVENT_TYPES]]) {
       expect(validate(createWebhookEndpointBodySchema, body(events)).enabled_events).toEqual(
         events,
       );

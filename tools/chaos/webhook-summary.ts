@@ -1,5 +1,6 @@
-import { paymentEventId } from '../../src/payments/payment-event-id.js';
-import { refundEventId } from '../../src/refunds/refund-event-id.js';
+import { isResultEventType } from '../../src/events/event-types.js';
+import { paymentEventId, type PaymentEventType } from '../../src/payments/payment-event-id.js';
+import { refundEventId, type RefundEventType } from '../../src/refunds/refund-event-id.js';
 import type { Queryable } from '../../src/platform/database/db.js';
 import { normalizeUrl, readReceiptsFiles } from '../webhooks/webhook-receipt.js';
 import type { ChaosReceivers } from './webhook-receivers.js';
@@ -184,9 +185,9 @@ export async function summarizeWebhooks(
 /** The event id the service mints for (type, data.id), or null for anything else. */
 function expectedId(type: string | null, dataId: string | null): string | null {
   if (type === null || dataId === null) return null;
-  if (type === 'payment.settled' || type === 'payment.failed') return paymentEventId(dataId, type);
-  if (type === 'refund.succeeded' || type === 'refund.failed') return refundEventId(dataId, type);
-  return null;
+  if (!isResultEventType(type)) return null;
+  if (type.startsWith('payment.')) return paymentEventId(dataId, type as PaymentEventType);
+  return refundEventId(dataId, type as RefundEventType);
 }
 
 /** The report's Webhooks section. */

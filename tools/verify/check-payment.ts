@@ -1,5 +1,6 @@
 import { paymentEventId, type PaymentEventType } from '../../src/payments/payment-event-id.js';
-import type { EventCopy, PaymentEvents } from './event-log.js';
+import { isEventType as isContractType } from '../../src/events/event-types.js';
+import { noPaymentEvents, type EventCopy, type PaymentEvents } from './event-log.js';
 import type { PaymentFacts } from './load-payment-facts.js';
 import type { Violation, ViolationCode } from './violation.js';
 
@@ -127,7 +128,7 @@ export function checkPayment(
   }
 
   if (topics) {
-    const events = topics.events ?? { created: [], settled: [], failed: [], keyMismatches: 0 };
+    const events = topics.events ?? noPaymentEvents();
     const flagIds = (type: PaymentEventType, copies: readonly EventCopy[]) => {
       const ids = new Set(copies.map((copy) => copy.eventId));
       if (ids.size > 1) flag('duplicate_event_ids', `${type}: ${[...ids].join(', ')}`);
@@ -138,6 +139,8 @@ export function checkPayment(
     flagIds('payment.created', events.created);
     flagIds('payment.settled', events.settled);
     flagIds('payment.failed', events.failed);
+    flagIds('payment.authorized', events.authorized);
+    flagIds('payment.canceled', events.canceled);
     if (events.keyMismatches > 0)
       flag('malformed_event', `${events.keyMismatches} records keyed by another id`);
 
@@ -183,5 +186,5 @@ export function checkPayment(
 }
 
 function isEventType(type: string): type is PaymentEventType {
-  return type === 'payment.created' || type === 'payment.settled' || type === 'payment.failed';
+  return isContractType(type) && type.startsWith('payment.');
 }

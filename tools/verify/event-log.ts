@@ -1,5 +1,6 @@
 import type { ConsumedRecord } from '../../src/platform/kafka/kafka.js';
 import { DLQ_HEADERS, REPLAY_TOKEN_HEADER } from '../../src/jobs/dead-letters/dead-letter.js';
+import type { PaymentEventType } from '../../src/payments/payment-event-id.js';
 
 /** Where one copy of an event sits on the topic. */
 export interface EventCopy {
@@ -13,10 +14,18 @@ export interface EventCopy {
 /** The copies of one payment's events on the payments topic, in the order they were read. */
 export interface PaymentEvents {
   created: EventCopy[];
+  /** Manual-capture payments only (issue 40): the hold placed, and voided. */
+  authorized: EventCopy[];
   settled: EventCopy[];
   failed: EventCopy[];
+  canceled: EventCopy[];
   /** Records whose key is not the payment id their `ce_subject` names. */
   keyMismatches: number;
+}
+
+/** A payment without any copy on the topic (yet). */
+export function noPaymentEvents(): PaymentEvents {
+  return { created: [], authorized: [], settled: [], failed: [], canceled: [], keyMismatches: 0 };
 }
 
 /** Records that cannot be attributed: no `ce_id`, `ce_type` or subject. */
@@ -28,9 +37,11 @@ export interface MalformedRecord {
 
 const TYPES = {
   'payment.created': 'created',
+  'payment.authorized': 'authorized',
   'payment.settled': 'settled',
   'payment.failed': 'failed',
-} as const;
+  'payment.canceled': 'canceled',
+} as const satisfies Record<PaymentEventType, keyof PaymentEvents>;
 
 /**
  * An index of the payments topic built one record at a time (only ids and positions are kept,
@@ -88,7 +99,7 @@ export function createEventLog() {
       else seenIds.add(eventId);
       let events = payments.get(paymentId);
       if (!events) {
-        events = { created: [], settled: [], failed: [], keyMismatches: 0 };
+        events = noPaymentEvents();
         payments.set(paymentId, events);
       }
       if (record.key !== paymentId) events.keyMismatches++;
