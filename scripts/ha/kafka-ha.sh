@@ -128,6 +128,9 @@ kafka_ha_start_node() {
 # broker port is open again (KRaft opens it once the controller has unfenced the node).
 kafka_ha_start() {
   local n dir was_up=0
+  # A node's restart replays its logs and each probe launches a JVM: on a loaded machine that
+  # outlasts the default wait (a chaos run on a load of 20 gave up after 120 s), so at least 300 s.
+  local WAIT_SECS=$((WAIT_SECS > 300 ? WAIT_SECS : 300))
   mkdir -p -m 700 "$KAFKA_HA_DIR"
   kafka_ha_write_client_conf
   for n in "${KAFKA_HA_NODES[@]}"; do
