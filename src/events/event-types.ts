@@ -9,8 +9,10 @@ import { v5 as uuidv5 } from 'uuid';
  */
 export const EVENT_TYPES = [
   'payment.created',
+  'payment.authorized',
   'payment.settled',
   'payment.failed',
+  'payment.canceled',
   'refund.created',
   'refund.succeeded',
   'refund.failed',
