@@ -198,5 +198,5 @@ export function holdResultCte(
       FROM ${fence.from}
      WHERE p.id = ${values.id}::uuid AND ${fence.from}.${fence.id} = p.id
        AND p.status = 'requires_capture'
-    RETURNING ${PAYMENT_RESOURCE_COLUMNS}, p.amount_refunded, p.merchant_id)`;
+    RETURNING ${PAYMENT_RESOURCE_COLUMNS}, p.merchant_id)`;
 }

@@ -17,6 +17,8 @@ export const SOURCES = [
   ...(['1', '2', '3', '4', '5', '6', '7', '8', '9'] as const).map(
     (n) => `tok_transient_${n}` as const,
   ),
+  // Authorized (capture_method manual), its capture declined: capture_declined (issue 40).
+  'tok_capture_decline',
   // Charge approved; drive the refund path (refunds/refund-acquirer-behaviour in the simulator).
   'tok_refund_decline',
   'tok_refund_unavailable',

@@ -68,6 +68,8 @@ export function paymentCompletionCte(
 /** A payment as a refund's create checks it under its row lock. */
 export interface PaymentForRefund {
   amount: string;
+  /** A manual payment's capture (issue 40): refunds are against it, not the authorization. */
+  amount_captured: string | null;
   amount_refunded: string;
   currency: string;
   status: string;
@@ -84,7 +86,7 @@ export async function lockPaymentForRefund(
   merchantId: string,
 ): Promise<PaymentForRefund | null> {
   const { rows } = await db.query<PaymentForRefund>(
-    `SELECT amount, amount_refunded, currency, status FROM payments
+    `SELECT amount, amount_captured, amount_refunded, currency, status FROM payments
       WHERE id = $1 AND merchant_id = $2 FOR UPDATE`,
     [paymentId, merchantId],
   );

@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs';
 import { createAcquirerBreaker } from '../../acquirer/acquirer-breaker.js';
 import { createAcquirerSimulator } from '../../acquirer/acquirer-simulator.js';
 import type { Acquirer, RefundAcquirer } from '../../acquirer/acquirer.js';
+import type { HoldAcquirer } from '../../acquirer/hold-acquirer.js';
+import { createHoldWorker } from '../../settlement/hold-worker.js';
 import { createHttpAcquirer } from '../../acquirer/http-acquirer.js';
 import { createRefundSimulator } from '../../acquirer/refund-simulator.js';
 import { connectInBackground } from '../../platform/lifecycle/connect-in-background.js';
@@ -40,6 +42,21 @@ export interface SettlementOptions {
   afterRefund?: RefundWorkerDeps['afterRefund'];
   /** Test-only: the newest event data major it reads (a settlement upgraded for a newer one). */
   readableDataMajor?: number;
+  /**
+   * Authorizes, captures and voids manual payments (issue 40). Unless given: the acquirer above
+   * (ACQUIRER_URL's client, else the simulator) when it implements HoldAcquirer.
+   */
+  holdAcquirer?: HoldAcquirer;
+}
+
+/** The acquirer's two-step operations, if this acquirer has them (HoldAcquirer). */
+function holdsOf(acquirer: object): HoldAcquirer | undefined {
+  const candidate = acquirer as Partial<HoldAcquirer>;
+  return typeof candidate.authorize === 'function' &&
+    typeof candidate.capture === 'function' &&
+    typeof candidate.void === 'function'
+    ? (acquirer as HoldAcquirer)
+    : undefined;
 }
 
 /**
@@ -112,10 +129,14 @@ export function startSettlement(
           outageLogIntervalMs: config.OUTAGE_LOG_INTERVAL_MS,
         })
       : undefined;
+  // The real acquirer's authorize/capture/void plug in here: ACQUIRER_URL's client and the
+  // simulator are used as HoldAcquirer as soon as they implement it (issue 40).
+  const holdAcquirer = options.holdAcquirer ?? holdsOf(acquirer);
   const worker = createSettlementWorker({
     pool,
     postgresOutage,
     acquirer,
+    ...(holdAcquirer ? { holdAcquirer } : {}),
     deadLetters: { topic: config.KAFKA_TOPIC_DLQ, wake: deadLetters.wake },
     logger,
     config,
@@ -134,6 +155,16 @@ export function startSettlement(
     ...(gate && options.refundAcquirer === undefined ? { gate } : {}),
     ...(options.afterRefund ? { afterRefund: options.afterRefund } : {}),
   });
+  // Captures, voids and expiries of manual payments: one hold job per authorization.
+  const holdWorker = createHoldWorker({
+    pool,
+    postgresOutage,
+    holdAcquirer,
+    deadLetters: { topic: config.KAFKA_TOPIC_DLQ, wake: deadLetters.wake },
+    logger,
+    config,
+    ...(gate && options.holdAcquirer === undefined ? { gate } : {}),
+  });
   const handle = createSettlementHandler({
     pool,
     worker,
@@ -143,7 +174,7 @@ export function startSettlement(
       ? {}
       : { readableDataMajor: options.readableDataMajor }),
   });
-  const unregisterJobProbes = registerJobProbes(pool, ['settlement', 'refund']);
+  const unregisterJobProbes = registerJobProbes(pool, ['settlement', 'refund', 'hold']);
   // Processed event ids and resolved dead jobs past their retention (DESIGN 110).
   const reaper = startRetentionReaper(
     pool,
@@ -177,6 +208,7 @@ export function startSettlement(
     () => {
       worker.start();
       refundWorker.start();
+      holdWorker.start();
       deadLetters.start();
     },
   );
@@ -212,7 +244,7 @@ export function startSettlement(
       // Stop intake first (in-flight records finish and commit), then the worker's jobs.
       if (await consuming.connected) await consumer.disconnect();
       if (await producing.connected) {
-        await Promise.all([worker.stop(), refundWorker.stop()]);
+        await Promise.all([worker.stop(), refundWorker.stop(), holdWorker.stop()]);
         // The send in flight is bounded; unsent letters stay in the database for the next start.
         await deadLetters.stop();
         await deadLetterProducer.close();
