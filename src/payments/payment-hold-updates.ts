@@ -9,7 +9,11 @@ import {
   PaymentNotCapturable,
   PaymentNotFound,
 } from './payment-hold-errors.js';
-import { toPaymentResource, type PaymentRow } from './payment-resource.js';
+import {
+  PAYMENT_RESOURCE_COLUMNS,
+  toPaymentResource,
+  type PaymentRow,
+} from './payment-resource.js';
 
 /**
  * The writes of a manual payment's second step (issue 40, DESIGN 132): the decision on its
@@ -31,11 +35,6 @@ export interface HoldRequest {
   decision: HoldDecision;
   createdAt: Date;
 }
-
-/** The payment's columns as toPaymentResource reads them, `p.`-qualified. */
-export const PAYMENT_RESOURCE_COLUMNS = `p.id, p.amount, p.currency, p.source, p.description,
-  p.metadata, p.status, p.failure_code, p.capture_method, p.amount_captured, p.capture_before,
-  p.canceled_at, p.cancellation_reason, p.created_at`;
 
 type LockedPayment = PaymentRow & {
   amount_refunded: string;

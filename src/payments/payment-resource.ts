@@ -1,5 +1,7 @@
 import type { CreatePaymentBody, PaymentResource } from './payment-schemas.js';
 
+export { PAYMENT_RESOURCE_COLUMNS } from './payment-columns.js';
+
 /** A payments row as the repository reads it. */
 export interface PaymentRow {
   id: string;

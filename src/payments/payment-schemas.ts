@@ -96,7 +96,7 @@ export const paymentSchema = z
       .optional()
       .describe('True when amount_refunded equals amount. Present with amount_refunded.'),
     capture_method: z
-      .literal('manual')
+      .enum(CAPTURE_METHODS)
       .optional()
       .describe('Present (`manual`) on manual payments only; absent means automatic.'),
     amount_capturable: z

@@ -1,5 +1,5 @@
 import type { Queryable } from '../platform/database/db.js';
-import { PAYMENT_RESOURCE_COLUMNS } from './payment-hold-updates.js';
+import { PAYMENT_RESOURCE_COLUMNS } from './payment-columns.js';
 
 /**
  * Every change of a stored payment, as the parts other components compose into their own

@@ -4,12 +4,12 @@ import type { CompletionOutcome } from '../jobs/job-worker.js';
 import { insertOutboxEvents } from '../outbox/outbox-writer.js';
 import type { TraceContext } from '../outbox/trace-context.js';
 import { paymentEventId, type PaymentEventType } from '../payments/payment-event-id.js';
+import { holdResultCte, type StoredDecision } from '../payments/payment-hold-updates.js';
 import {
-  holdResultCte,
   PAYMENT_RESOURCE_COLUMNS,
-  type StoredDecision,
-} from '../payments/payment-hold-updates.js';
-import { toPaymentResource, type PaymentRow } from '../payments/payment-resource.js';
+  toPaymentResource,
+  type PaymentRow,
+} from '../payments/payment-resource.js';
 import { withTransaction, type Pool, type Queryable } from '../platform/database/db.js';
 import { webhookFanout } from '../webhooks/webhook-fanout.js';
 

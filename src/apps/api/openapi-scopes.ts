@@ -24,6 +24,8 @@ const RESOURCE_OF_PATH: Readonly<Record<string, ScopeResource>> = {
   '/webhook_endpoints/{id}/deliveries/{delivery_id}': 'webhooks',
   '/webhook_endpoints/{id}/deliveries/{delivery_id}/retry': 'webhooks',
   '/webhook_endpoints/{id}/replay': 'webhooks',
+  '/payments/{id}/capture': 'payments',
+  '/payments/{id}/cancel': 'payments',
 };
 
 /**

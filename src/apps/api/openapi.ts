@@ -1,5 +1,7 @@
 import {
   createPaymentBodySchema,
+  cancelPaymentBodySchema,
+  capturePaymentBodySchema,
   paymentListSchema,
   paymentSchema,
   problemSchema,
@@ -26,6 +28,7 @@ import {
   getRefundOperation,
   listRefundsOperation,
 } from './refunds-openapi.js';
+import { cancelPaymentOperation, capturePaymentOperation } from './holds-openapi.js';
 import { webhookPaths, webhookSchemas } from './webhooks-openapi.js';
 
 const listParameters = [
@@ -125,6 +128,8 @@ export function buildOpenApiDocument(): JsonObject {
     paths: withScopes({
       '/payments': { post: createPaymentOperation(), get: listPaymentsOperation() },
       '/payments/{id}': { get: getPaymentOperation() },
+      '/payments/{id}/capture': { post: capturePaymentOperation() },
+      '/payments/{id}/cancel': { post: cancelPaymentOperation() },
       '/payments/{id}/refunds': { post: createRefundOperation(), get: listRefundsOperation() },
       '/refunds/{id}': { get: getRefundOperation() },
       ...webhookPaths(),
@@ -135,6 +140,8 @@ export function buildOpenApiDocument(): JsonObject {
         { schema: createPaymentBodySchema, io: 'input' },
         { schema: paymentSchema, io: 'output' },
         { schema: paymentListSchema, io: 'output' },
+        { schema: capturePaymentBodySchema, io: 'input' },
+        { schema: cancelPaymentBodySchema, io: 'input' },
         { schema: createRefundBodySchema, io: 'input' },
         { schema: refundSchema, io: 'output' },
         { schema: refundListSchema, io: 'output' },
