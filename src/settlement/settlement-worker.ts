@@ -96,6 +96,7 @@ function addToCounts(
   counts: SettlementRunCounts,
   { result, final }: JobOutcome<SettlementJob, FinalStatus>,
 ): void {
+  // An authorization (requires_capture) counts as settled: the acquirer approved the payment.
   if (result === 'completed' && final?.status !== 'failed') counts.settled++;
   else if (result === 'completed') counts.failed++;
   else if (result === 'retried') counts.retried++;
