@@ -1,4 +1,5 @@
 import type { Acquirer } from '../../src/acquirer/acquirer.js';
+import type { HoldAcquirer } from '../../src/acquirer/hold-acquirer.js';
 import { paymentEventId } from '../../src/payments/payment-event-id.js';
 import { recordCreatedEvents } from '../../src/settlement/record-created-events.js';
 import { createHoldWorker, type HoldWorker } from '../../src/settlement/hold-worker.js';
@@ -23,8 +24,14 @@ export interface TwoPhase {
 }
 
 /** Settlement and hold workers on the harness's pool, both with the in-memory HoldAcquirer. */
-export function createTwoPhase(harness: SettlementHarness, windowSeconds?: number): TwoPhase {
+export function createTwoPhase(
+  harness: SettlementHarness,
+  windowSeconds?: number,
+  /** What the workers call instead of the double itself (fault injection); its books stay. */
+  wrap: (holds: HoldAcquirer) => HoldAcquirer = (holds) => holds,
+): TwoPhase {
   const holds = createHoldAcquirerDouble();
+  const called = wrap(holds);
   const config =
     windowSeconds === undefined
       ? harness.config
@@ -37,8 +44,8 @@ export function createTwoPhase(harness: SettlementHarness, windowSeconds?: numbe
   };
   return {
     holds,
-    settlement: createSettlementWorker({ ...common, acquirer: NO_CHARGES, holdAcquirer: holds }),
-    holdWorker: createHoldWorker({ ...common, holdAcquirer: holds }),
+    settlement: createSettlementWorker({ ...common, acquirer: NO_CHARGES, holdAcquirer: called }),
+    holdWorker: createHoldWorker({ ...common, holdAcquirer: called }),
   };
 }
 
