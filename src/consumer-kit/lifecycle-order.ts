@@ -1,7 +1,8 @@
 // The lifecycle order of one payment's events, as a consumer of payments.events can check it:
 // payment.created < payment.settled | payment.failed (automatic capture, or a declined
 // authorization); payment.created < payment.authorized < payment.settled | payment.canceled
-// (manual capture: its payment.settled carries `capture_method: "manual"`); then, after
+// (manual capture: its payment.settled carries `capture_method: "manual"`), or
+// payment.authorized < payment.failed (a capture the issuer declined: the hold is voided); then, after
 // settled or failed, refund.created < refund.succeeded | refund.failed (for the same refund id;
 // the events of different refunds interleave freely).
 // Pure: no I/O, so the rules are tested on their own (test/unit/consumer-kit-order.test.ts).
@@ -62,7 +63,7 @@ export function checkOrder(state: SubjectState, event: OrderedEvent): OrderVerdi
 const PAYMENT_PREDECESSORS: Record<string, { stage: PaymentStage; after: PaymentStage[] }> = {
   'payment.authorized': { stage: 'authorized', after: ['created'] },
   'payment.settled': { stage: 'settled', after: ['created', 'authorized'] },
-  'payment.failed': { stage: 'failed', after: ['created'] },
+  'payment.failed': { stage: 'failed', after: ['created', 'authorized'] },
   'payment.canceled': { stage: 'canceled', after: ['authorized'] },
 };
 const RANK: Record<PaymentStage, number> = {

@@ -33,6 +33,20 @@ export const ERRORS = {
     status: 422,
     title: 'The refund exceeds what is left of the payment',
   },
+  capture_method_automatic: {
+    status: 422,
+    title: 'An automatic payment is captured by settlement; it cannot be captured or canceled',
+  },
+  payment_already_canceled: { status: 422, title: 'The payment is canceled' },
+  payment_already_captured: { status: 422, title: 'The payment is captured already' },
+  amount_exceeds_authorization: {
+    status: 422,
+    title: 'The capture exceeds the authorized amount',
+  },
+  payment_not_capturable: {
+    status: 422,
+    title: 'The payment has no authorization to capture or cancel (409 while it is pending)',
+  },
   webhook_url_not_allowed: {
     status: 422,
     title: 'The webhook URL is not allowed',
@@ -58,6 +72,8 @@ export class ApiError extends Error {
       errors?: Problem['errors'];
       headers?: Record<string, string>;
       cause?: unknown;
+      /** Another status than the code's (409 for a refusal of work still under way). */
+      status?: 409;
     } = {},
   ) {
     super(`${code}: ${detail}`, { cause: options.cause });
@@ -65,11 +81,11 @@ export class ApiError extends Error {
   }
 
   get status(): number {
-    return ERRORS[this.code].status;
+    return this.options.status ?? ERRORS[this.code].status;
   }
 
   toProblem(): Problem {
-    const { status, title } = ERRORS[this.code];
-    return problem(status, this.code, title, this.detail, this.options.errors);
+    const { title } = ERRORS[this.code];
+    return problem(this.status, this.code, title, this.detail, this.options.errors);
   }
 }

@@ -55,6 +55,7 @@ function fromDomainError(error: DomainError): ApiError {
   };
   return new ApiError(error.code, error.message, {
     ...(Object.keys(headers).length === 0 ? {} : { headers }),
+    ...(error.stillInProgress ? { status: 409 as const } : {}),
     cause: error,
   });
 }

@@ -4,6 +4,7 @@ import type { Queryable } from '../platform/database/db.js';
 import { metricsRegistry } from '../platform/telemetry/metrics.js';
 import {
   CLAIMABLE_AT,
+  HOLD_JOBS,
   REFUND_JOBS,
   SETTLEMENT_JOBS,
   WEBHOOK_JOBS,
@@ -16,6 +17,7 @@ const JOB_TABLES: Readonly<Record<JobKind, JobTable>> = {
   settlement: SETTLEMENT_JOBS,
   refund: REFUND_JOBS,
   webhook: WEBHOOK_JOBS,
+  hold: HOLD_JOBS,
 };
 
 /** Every kind of job, each reported from the start. */

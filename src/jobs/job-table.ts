@@ -7,12 +7,12 @@
  * replay_token, revived_at, needs_inquiry, last_inquiry, not_sent (0027). All SQL over those
  * columns is in src/jobs/ (DESIGN 59).
  */
-export type JobKind = 'settlement' | 'refund' | 'webhook';
+export type JobKind = 'settlement' | 'refund' | 'webhook' | 'hold';
 
 export interface JobTable {
   kind: JobKind;
   /** The table's name, trusted (never from input): it is spliced into the statements. */
-  table: 'settlement_jobs' | 'refund_jobs' | 'webhook_delivery_jobs';
+  table: 'settlement_jobs' | 'refund_jobs' | 'webhook_delivery_jobs' | 'hold_jobs';
   /** The primary key: the id of the resource the job works on. */
   idColumn: 'payment_id' | 'refund_id' | 'delivery_id';
 }
@@ -27,6 +27,16 @@ export const REFUND_JOBS: JobTable = {
   kind: 'refund',
   table: 'refund_jobs',
   idColumn: 'refund_id',
+};
+
+/**
+ * One job per authorized manual payment (issue 40, migration 0037): due at its capture_before
+ * (the expiry), or at once when a capture or cancel is decided; it captures or voids the hold.
+ */
+export const HOLD_JOBS: JobTable = {
+  kind: 'hold',
+  table: 'hold_jobs',
+  idColumn: 'payment_id',
 };
 
 /** One job per webhook delivery (migration 0023): one event to one endpoint. */

@@ -10,7 +10,11 @@ import type { Config } from '../platform/config/config.js';
 import type { OutageLog } from '../platform/resilience/outage-log.js';
 import { createDatabaseGuard } from '../idempotency/database-guard.js';
 import type { CreatePaymentBody } from './payment-schemas.js';
-import { insertNewPayment, type NewPaymentSettings } from './payment-insert-single.js';
+import {
+  insertNewPayment,
+  insertPaymentOnce,
+  type NewPaymentSettings,
+} from './payment-insert-single.js';
 import { createPaymentInsertBatcher } from './payment-insert-batcher.js';
 
 export type { CreateOutcome } from '../idempotency/replay-stored-response.js';
@@ -53,6 +57,7 @@ export function createPaymentService(deps: CreatePaymentDeps) {
       windowMs: deps.config.PAYMENT_BATCH_WINDOW_MS,
       inFlight: deps.config.PAYMENT_BATCH_IN_FLIGHT,
     }),
+    insertManual: (record) => insertPaymentOnce(deps.db, record),
     now: deps.now ?? (() => new Date()),
     keyTtlSeconds: deps.config.IDEMPOTENCY_KEY_TTL_SECONDS,
     paymentsTopic: deps.config.KAFKA_TOPIC_PAYMENTS,
@@ -82,10 +87,12 @@ export type CreatePayment = ReturnType<typeof createPaymentService>;
  * one with `metadata: {}` are the same request; the empty object is left out here, which keeps the
  * fingerprints stored before that default existed (bodies without metadata) matching.
  */
-function fingerprinted(
-  body: CreatePaymentBody,
-): CreatePaymentBody | Omit<CreatePaymentBody, 'metadata'> {
-  if (Object.keys(body.metadata).length > 0) return body;
-  const { metadata: _empty, ...rest } = body;
-  return rest;
+function fingerprinted(body: CreatePaymentBody): Partial<CreatePaymentBody> {
+  // capture_method automatic is the default: sent or not, the same request (and the same
+  // fingerprint as before issue 40 added the field).
+  const { capture_method: method, ...rest } = body;
+  const same = method === 'manual' ? { ...rest, capture_method: method } : rest;
+  if (Object.keys(body.metadata).length > 0) return same;
+  const { metadata: _empty, ...withoutMetadata } = same;
+  return withoutMetadata;
 }

@@ -23,6 +23,8 @@ export interface NewPaymentRecord {
     description: string | null;
     metadata: Record<string, string>;
     createdAt: Date;
+    /** A manual payment (issue 40): written by insertPaymentOnce only, never batched. */
+    manual?: boolean;
   };
   event: { id: string; type: string; topic: string; data: unknown };
 }
@@ -36,23 +38,25 @@ export interface NewPaymentRecord {
  * at, $8 TTL seconds, $9..$13 amount, currency, source, description, metadata, $14..$17 event
  * id, type, topic, data, $18/$19 traceparent/tracestate.
  */
-export const INSERT_PAYMENT_ONCE_SQL = `WITH ${keyRecordInsertCte(
-  'idempotency',
-  {
-    merchantId: '$1',
-    key: '$2',
-    fingerprint: '$3',
-    paymentId: '$4',
-    status: '$5',
-    body: '$6',
-    createdAt: '$7',
-    ttlSeconds: '$8',
-  },
-  { ifKeyFree: true },
-)}, payment AS (
+function insertPaymentOnceSql(manual: boolean): string {
+  return `WITH ${keyRecordInsertCte(
+    'idempotency',
+    {
+      merchantId: '$1',
+      key: '$2',
+      fingerprint: '$3',
+      paymentId: '$4',
+      status: '$5',
+      body: '$6',
+      createdAt: '$7',
+      ttlSeconds: '$8',
+    },
+    { ifKeyFree: true },
+  )}, payment AS (
        INSERT INTO payments (id, merchant_id, amount, currency, source, description, metadata,
-                             status, created_at, updated_at)
-       SELECT payment_id, $1, $9, $10, $11, $12, $13, 'pending', $7, $7 FROM idempotency
+                             status, created_at, updated_at${manual ? ', capture_method' : ''})
+       SELECT payment_id, $1, $9, $10, $11, $12, $13, 'pending', $7, $7${manual ? ", 'manual'" : ''}
+         FROM idempotency
        RETURNING id
      ), ${outboxInsertCte(
        'outbox',
@@ -70,6 +74,12 @@ export const INSERT_PAYMENT_ONCE_SQL = `WITH ${keyRecordInsertCte(
        'payment',
      )}
      SELECT idempotency.expires_at FROM idempotency JOIN outbox ON outbox.aggregate_id = idempotency.payment_id`;
+}
+
+export const INSERT_PAYMENT_ONCE_SQL = insertPaymentOnceSql(false);
+
+/** The same statement for a manual payment (issue 40): its capture_method written too. */
+const INSERT_MANUAL_PAYMENT_ONCE_SQL = insertPaymentOnceSql(true);
 
 /**
  * ONE statement, hence one transaction: the idempotency record, the payment and its
@@ -90,8 +100,9 @@ export async function insertPaymentOnce(
   const { payment, event } = record;
   // Named: prepared once per connection, like pgbench -M prepared.
   const { rows } = await db.query<{ expires_at: Date }>({
-    name: 'payments.insert-payment-once',
-    text: INSERT_PAYMENT_ONCE_SQL,
+    ...(payment.manual
+      ? { name: 'payments.insert-manual-payment-once', text: INSERT_MANUAL_PAYMENT_ONCE_SQL }
+      : { name: 'payments.insert-payment-once', text: INSERT_PAYMENT_ONCE_SQL }),
     values: [
       record.merchantId,
       record.idempotencyKey,
@@ -138,6 +149,8 @@ export type InsertPaymentRecord = (record: NewPaymentRecord) => Promise<StoredRe
 
 export interface NewPaymentSettings {
   insert: InsertPaymentRecord;
+  /** A manual payment's write (insertPaymentOnce): the batch statement has no capture_method. */
+  insertManual: InsertPaymentRecord;
   now: () => Date;
   keyTtlSeconds: number;
   paymentsTopic: string;
@@ -157,7 +170,8 @@ export function insertNewPayment(
   const paymentId = uuidv7();
   const createdAt = settings.now();
   const resource = newPaymentResource(paymentId, body, createdAt);
-  return settings.insert({
+  const manual = body.capture_method === 'manual';
+  return (manual ? settings.insertManual : settings.insert)({
     merchantId: merchant.id,
     idempotencyKey: key,
     fingerprint,
@@ -171,6 +185,7 @@ export function insertNewPayment(
       description: body.description ?? null,
       metadata: body.metadata,
       createdAt,
+      ...(manual ? { manual } : {}),
     },
     event: {
       id: paymentEventId(paymentId, 'payment.created'),

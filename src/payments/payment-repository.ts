@@ -2,7 +2,7 @@ import type { Queryable } from '../platform/database/db.js';
 import type { PaymentRow } from './payment-resource.js';
 
 const PAYMENT_COLUMNS =
-  'id, amount, currency, source, description, metadata, status, failure_code, amount_refunded, created_at';
+  'id, amount, currency, source, description, metadata, status, failure_code, amount_refunded, capture_method, amount_captured, capture_before, canceled_at, cancellation_reason, created_at';
 
 /** A merchant's payment, or null: another merchant's payment is indistinguishable from none. */
 export async function findPayment(

@@ -17,12 +17,24 @@ export const SOURCES = [
   ...(['1', '2', '3', '4', '5', '6', '7', '8', '9'] as const).map(
     (n) => `tok_transient_${n}` as const,
   ),
+  // Authorized (capture_method manual), its capture declined: capture_declined (issue 40).
+  'tok_capture_decline',
   // Charge approved; drive the refund path (refunds/refund-acquirer-behaviour in the simulator).
   'tok_refund_decline',
   'tok_refund_unavailable',
   ...(['1', '2', '3', '4', '5', '6', '7', '8', '9'] as const).map(
     (n) => `tok_refund_transient_${n}` as const,
   ),
+] as const;
+
+export const CAPTURE_METHODS = ['automatic', 'manual'] as const;
+
+/** Why a manual payment was canceled; `expired` only by the expiry job (never sent). */
+export const CANCELLATION_REASONS = [
+  'requested_by_customer',
+  'duplicate',
+  'fraudulent',
+  'abandoned',
 ] as const;
 
 export const createPaymentBodySchema = z
@@ -42,12 +54,25 @@ export const createPaymentBodySchema = z
       .describe('Payment source token; test tokens drive the acquirer simulator.'),
     description: unicodeText(0, 500).optional(),
     metadata: metadataSchema.default({}),
+    capture_method: z
+      .enum(CAPTURE_METHODS, { error: `must be one of ${CAPTURE_METHODS.join(', ')}` })
+      .optional()
+      .describe(
+        '`automatic` (the default): charged in one step. `manual`: authorized (a hold), then captured with POST /payments/{id}/capture or released with POST /payments/{id}/cancel before `capture_before`.',
+      ),
   })
   .meta({ id: 'CreatePaymentRequest' });
 
 export type CreatePaymentBody = z.infer<typeof createPaymentBodySchema>;
 
-export const PAYMENT_STATUSES = ['pending', 'processing', 'settled', 'failed'] as const;
+export const PAYMENT_STATUSES = [
+  'pending',
+  'processing',
+  'requires_capture',
+  'settled',
+  'failed',
+  'canceled',
+] as const;
 
 export const paymentSchema = z
   .object({
@@ -70,9 +95,63 @@ export const paymentSchema = z
       .boolean()
       .optional()
       .describe('True when amount_refunded equals amount. Present with amount_refunded.'),
+    capture_method: z
+      .enum(CAPTURE_METHODS)
+      .optional()
+      .describe('Present (`manual`) on manual payments only; absent means automatic.'),
+    amount_capturable: z
+      .int()
+      .optional()
+      .describe(
+        'Manual payments: what a capture may take now (the amount while requires_capture, else 0).',
+      ),
+    capture_before: z.iso
+      .datetime()
+      .optional()
+      .describe(
+        'Manual payments, once authorized: the hold is voided and the payment canceled (expired) if not captured by then.',
+      ),
+    amount_captured: z
+      .int()
+      .optional()
+      .describe(
+        'Manual payments, once captured: the amount taken; the rest of the hold was released. Refunds are against it.',
+      ),
+    canceled_at: z.iso.datetime().optional().describe('Present when status is canceled.'),
+    cancellation_reason: z
+      .enum([...CANCELLATION_REASONS, 'expired'])
+      .nullable()
+      .optional()
+      .describe('Present when status is canceled: the reason given, or `expired`.'),
     created_at: z.iso.datetime(),
   })
   .meta({ id: 'Payment' });
+
+export const capturePaymentBodySchema = z
+  .strictObject({
+    amount_to_capture: z
+      .number()
+      .int('must be an integer number of minor units')
+      .min(1, 'must be at least 1')
+      .max(MAX_AMOUNT, `must be at most ${MAX_AMOUNT}`)
+      .optional()
+      .describe(
+        'At most the authorized amount (the default); the rest of the hold is released. One capture per payment.',
+      ),
+  })
+  .meta({ id: 'CapturePaymentRequest' });
+
+export type CapturePaymentBody = z.infer<typeof capturePaymentBodySchema>;
+
+export const cancelPaymentBodySchema = z
+  .strictObject({
+    cancellation_reason: z
+      .enum(CANCELLATION_REASONS, { error: `must be one of ${CANCELLATION_REASONS.join(', ')}` })
+      .optional(),
+  })
+  .meta({ id: 'CancelPaymentRequest' });
+
+export type CancelPaymentBody = z.infer<typeof cancelPaymentBodySchema>;
 
 export type PaymentResource = z.infer<typeof paymentSchema>;
 

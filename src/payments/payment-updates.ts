@@ -1,4 +1,5 @@
 import type { Queryable } from '../platform/database/db.js';
+import { PAYMENT_RESOURCE_COLUMNS } from './payment-columns.js';
 
 /**
  * Every change of a stored payment, as the parts other components compose into their own
@@ -34,11 +35,14 @@ export interface PaymentCompletionSql {
   statuses: string;
   failureCodes: string;
   at: string;
+  /** Seconds a manual payment's authorization lasts: capture_before = at + this (issue 40). */
+  authorizationWindow: string;
 }
 
 /**
  * `name AS (UPDATE payments ... RETURNING <the payment's columns>)`: processing -> settled |
- * failed where still processing, for the payments that are also in `fence` (an earlier CTE of
+ * failed | requires_capture (a manual payment authorized: capture_before set) where still
+ * processing, for the payments that are also in `fence` (an earlier CTE of
  * the caller's statement, e.g. the settlement jobs its claim still owns, joined on `fence.id`).
  * Returns the moved rows as toPaymentResource reads them, with their merchant_id.
  */
@@ -49,18 +53,23 @@ export function paymentCompletionCte(
 ): string {
   return `${name} AS (
                UPDATE payments p
-                  SET status = d.status, failure_code = d.failure_code, updated_at = ${values.at}
+                  SET status = d.status, failure_code = d.failure_code, updated_at = ${values.at},
+                      capture_before = CASE WHEN d.status = 'requires_capture'
+                        THEN ${values.at}::timestamptz
+                             + make_interval(secs => ${values.authorizationWindow}::double precision)
+                        END
                  FROM unnest(${values.ids}::uuid[], ${values.statuses}::text[],
                              ${values.failureCodes}::text[]) AS d(id, status, failure_code),
                       ${fence.from}
                 WHERE p.id = d.id AND ${fence.from}.${fence.id} = d.id AND p.status = 'processing'
-               RETURNING p.id, p.amount, p.currency, p.source, p.description, p.metadata,
-                         p.status, p.failure_code, p.created_at, p.merchant_id)`;
+               RETURNING ${PAYMENT_RESOURCE_COLUMNS}, p.merchant_id)`;
 }
 
 /** A payment as a refund's create checks it under its row lock. */
 export interface PaymentForRefund {
   amount: string;
+  /** A manual payment's capture (issue 40): refunds are against it, not the authorization. */
+  amount_captured: string | null;
   amount_refunded: string;
   currency: string;
   status: string;
@@ -77,7 +86,7 @@ export async function lockPaymentForRefund(
   merchantId: string,
 ): Promise<PaymentForRefund | null> {
   const { rows } = await db.query<PaymentForRefund>(
-    `SELECT amount, amount_refunded, currency, status FROM payments
+    `SELECT amount, amount_captured, amount_refunded, currency, status FROM payments
       WHERE id = $1 AND merchant_id = $2 FOR UPDATE`,
     [paymentId, merchantId],
   );

@@ -13,6 +13,8 @@ import {
 import type { Merchant } from '../merchants/merchant-repository.js';
 import type { Queryable } from '../platform/database/db.js';
 import type { CreatePayment } from './create-payment.js';
+import type { HoldPayments } from './hold-payment.js';
+import { paymentHoldsRouter } from './payment-holds-router.js';
 import { toPaymentResource } from './payment-resource.js';
 import { findPayment, listPayments } from './payment-repository.js';
 import { createPaymentBodySchema, listPaymentsQuerySchema } from './payment-schemas.js';
@@ -21,6 +23,8 @@ export interface PaymentsRouterDeps extends MerchantGateDeps {
   db: Queryable;
   createPayment: CreatePayment;
   bodyLimitBytes: number;
+  /** POST /payments/{id}/capture and /cancel (issue 40); absent: those routes are not served. */
+  holds?: HoldPayments;
 }
 
 /** Set by the merchant gate and, on POST, requireKeyAndJson, before any handler runs. */
@@ -90,9 +94,11 @@ export function paymentsRouter(deps: PaymentsRouterDeps): Router {
   // Before authentication: a method the path does not have is 405 whoever asks.
   router.all('/payments', allowOnly('GET, HEAD, POST'));
   router.all('/payments/:id', allowOnly('GET, HEAD'));
+  router.all(['/payments/:id/capture', '/payments/:id/cancel'], allowOnly('POST'));
   // Scopes: GET and HEAD need payments:read, POST payments:write (refunds have their own).
   router.use('/payments', merchantGate(deps, resourceScopes('payments')));
   router.post('/payments', requireKeyAndJson, parseJson, createPaymentHandler(deps.createPayment));
+  if (deps.holds) router.use(paymentHoldsRouter(deps.holds, deps.bodyLimitBytes));
   router.get('/payments/:id', getPaymentHandler(deps.db));
   router.get('/payments', listPaymentsHandler(deps.db));
   return router;

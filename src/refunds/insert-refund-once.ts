@@ -93,7 +93,9 @@ export async function insertRefundOnce(
       if (await keyRecordExists(client, refund.merchantId, refund.idempotencyKey)) return null;
       if (!row) throw new RefundPaymentNotFound(refund.paymentId);
       if (row.status !== 'settled') throw new PaymentNotRefundable(row.status);
-      const remaining = Number(row.amount) - Number(row.amount_refunded);
+      // A manual payment's refunds are against what was captured, never the authorization.
+      const paid = row.amount_captured === null ? row.amount : row.amount_captured;
+      const remaining = Number(paid) - Number(row.amount_refunded);
       const amount = refund.amount ?? remaining;
       if (amount <= 0 || amount > remaining) {
         throw new RefundExceedsPayment(refund.amount, remaining);
@@ -147,7 +149,10 @@ export async function insertRefundOnce(
     // serialize them): the key's record is the answer.
     if (violated(error, '23505', 'idempotency_keys_pkey')) return null;
     // The hard guard fired (only reachable if the lock above were removed): still a refusal.
-    if (violated(error, '23514', 'payments_refund_within_amount')) {
+    if (
+      violated(error, '23514', 'payments_refund_within_amount') ||
+      violated(error, '23514', 'payments_refund_within_captured')
+    ) {
       throw new RefundExceedsPayment(refund.amount, 0);
     }
     throw error;

@@ -14,7 +14,11 @@ export class PaymentNotRefundable extends DomainError {
   readonly code = 'payment_not_refundable';
 
   constructor(status: string) {
-    super(`The payment is ${status}; only a settled payment can be refunded.`);
+    super(
+      status === 'requires_capture'
+        ? 'The payment is authorized but not captured; only a captured amount can be refunded (capture it, or cancel it to release the hold).'
+        : `The payment is ${status}; only a settled payment can be refunded.`,
+    );
   }
 }
 

@@ -101,6 +101,7 @@ interface KnownPayment {
   amount: string;
   currency: string;
   source: string;
+  capture_method: string;
   created_at: Date;
 }
 
@@ -116,6 +117,7 @@ function toClaimedJob(
     amount: Number(payment.amount),
     currency: payment.currency,
     source: payment.source,
+    manual: payment.capture_method === 'manual',
     paymentCreatedAt: payment.created_at,
     record: event.source,
   };
@@ -127,7 +129,7 @@ async function knownPayments(
 ): Promise<Map<string, KnownPayment>> {
   const { rows } = await client.query<KnownPayment & { id: string }>({
     name: 'intake.known-payments',
-    text: `SELECT id, amount, currency, source, created_at
+    text: `SELECT id, amount, currency, source, capture_method, created_at
              FROM payments WHERE id = ANY($1::uuid[])`,
     values: [[...new Set(events.map((event) => event.paymentId))]],
   });

@@ -18,6 +18,8 @@ export interface SettlementJob extends ClaimedJob {
   amount: number;
   currency: string;
   source: string;
+  /** capture_method manual (issue 40): authorized (a hold), not charged. */
+  manual: boolean;
   paymentCreatedAt: Date;
   /** The payment.created record as consumed: the dead letter carries it. */
   record: SourceRecord;
@@ -27,7 +29,7 @@ export interface SettlementJob extends ClaimedJob {
 const CLAIM_JOIN: ClaimJoin = {
   from: ', payments p',
   where: 'AND p.id = j.payment_id',
-  returning: `j.event_id, p.amount, p.currency, p.source, p.created_at, j.source_topic,
+  returning: `j.event_id, p.amount, p.currency, p.source, p.capture_method, p.created_at, j.source_topic,
                 j.source_partition, j.source_offset, j.message_key, j.message_value`,
 };
 
@@ -46,6 +48,7 @@ export async function claimDueJobs(
     amount: string;
     currency: string;
     source: string;
+    capture_method: string;
     created_at: Date;
     source_topic: string;
     source_partition: number;
@@ -60,6 +63,7 @@ export async function claimDueJobs(
     amount: Number(row.amount),
     currency: row.currency,
     source: row.source,
+    manual: row.capture_method === 'manual',
     paymentCreatedAt: row.created_at,
     record: {
       topic: row.source_topic,
@@ -76,21 +80,37 @@ const OWNED = ownedJobsCte(SETTLEMENT_JOBS, '$1', '$5');
 
 /**
  * The owned jobs removed and exactly their payments moved (payments' part, $1 ids, $2 statuses,
- * $3 failure codes, $4 time): one row per owned job, with its payment's row if it moved.
+ * $3 failure codes, $4 time, $6 authorization window), and a hold job for each authorized one,
+ * due at its capture_before (its expiry, issue 40): one row per owned job, with its payment's
+ * row if it moved.
  */
 const COMPLETE_OWNED_PAYMENTS_SQL = `WITH ${OWNED},
   ${paymentCompletionCte(
     'moved',
-    { ids: '$1', statuses: '$2', failureCodes: '$3', at: '$4' },
+    { ids: '$1', statuses: '$2', failureCodes: '$3', at: '$4', authorizationWindow: '$6' },
     { from: 'owned', id: 'job_id' },
-  )}
+  )}, holds AS (
+    INSERT INTO hold_jobs (payment_id, next_attempt_at)
+    SELECT id, capture_before FROM moved WHERE status = 'requires_capture'
+    RETURNING payment_id
+  )
   SELECT owned.job_id AS owned_id, moved.*
     FROM owned LEFT JOIN moved ON moved.id = owned.job_id`;
 
 /** A payment the completion moved, with its merchant (whose webhook endpoints get the event). */
 type MovedPayment = PaymentRow & { merchant_id: string };
 
-export type FinalStatus = { status: 'settled' } | { status: 'failed'; failureCode: string };
+export type FinalStatus =
+  | { status: 'settled' }
+  | { status: 'requires_capture' }
+  | { status: 'failed'; failureCode: string };
+
+/** The result event of a settlement completion's new status. */
+const RESULT_TYPES: Record<string, PaymentEventType> = {
+  settled: 'payment.settled',
+  requires_capture: 'payment.authorized',
+  failed: 'payment.failed',
+};
 
 /** One payment's acquirer answer, to be recorded by the claim that got it. */
 export interface Completion extends JobLease {
@@ -111,6 +131,7 @@ export async function completePayments(
   completions: readonly Completion[],
   topic: string,
   now: Date,
+  authorizationWindowSeconds = 604_800,
 ): Promise<Map<string, CompletionOutcome>> {
   const byPayment = new Map(completions.map((c) => [c.id, c]));
   if (byPayment.size === 0) return new Map();
@@ -130,6 +151,7 @@ export async function completePayments(
         }),
         now,
         ids.map((id) => byPayment.get(id)?.leaseOwner),
+        authorizationWindowSeconds,
       ],
     });
     const outcomes = new Map<string, CompletionOutcome>(ids.map((id) => [id, 'lease_lost']));
@@ -145,8 +167,7 @@ export async function completePayments(
     await insertOutboxEvents(
       client,
       moved.map((row) => {
-        const type: PaymentEventType =
-          row.status === 'settled' ? 'payment.settled' : 'payment.failed';
+        const type = RESULT_TYPES[row.status] ?? 'payment.failed';
         return {
           eventId: paymentEventId(row.id, type),
           type,

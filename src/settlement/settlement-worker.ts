@@ -16,7 +16,9 @@ import type { Pool } from '../platform/database/db.js';
 import type { ConsumedRecord } from '../platform/kafka/kafka.js';
 import type { Logger } from '../platform/telemetry/logger.js';
 import type { OutageLog } from '../platform/resilience/outage-log.js';
+import type { HoldAcquirer } from '../acquirer/hold-acquirer.js';
 import { callAcquirer, inquireCharge } from './call-acquirer.js';
+import { callAuthorize, inquireAuthorization } from './call-hold-acquirer.js';
 import { createCompletionBatcher } from './completion-batcher.js';
 import { deadLetterPoison } from './poison-dead-letter.js';
 import { settlementMetrics } from './settlement-metrics.js';
@@ -44,6 +46,7 @@ export type SettlementJobSettings = Pick<
   | 'SETTLEMENT_POLL_MS'
   | 'ACQUIRER_TIMEOUT_MS'
   | 'KAFKA_TOPIC_PAYMENTS'
+  | 'AUTHORIZATION_WINDOW_SECONDS'
 > &
   Partial<Pick<Config, 'OUTAGE_LOG_INTERVAL_MS'>>;
 
@@ -67,6 +70,11 @@ function settlementJobPolicy(config: SettlementJobSettings): JobPolicy {
 export interface WorkerDeps {
   pool: Pool;
   acquirer: Acquirer;
+  /**
+   * Authorizes manual payments (issue 40): the acquirer's two-step operations. Absent: a manual
+   * payment's job fails (hold_acquirer_missing) until it is dead-lettered.
+   */
+  holdAcquirer?: HoldAcquirer;
   /** Dead letters are stored in the database and sent by its publisher (dead-letter-store). */
   deadLetters: DeadLetterOutbox;
   logger: Logger;
@@ -88,7 +96,8 @@ function addToCounts(
   counts: SettlementRunCounts,
   { result, final }: JobOutcome<SettlementJob, FinalStatus>,
 ): void {
-  if (result === 'completed' && final?.status === 'settled') counts.settled++;
+  // An authorization (requires_capture) counts as settled: the acquirer approved the payment.
+  if (result === 'completed' && final?.status !== 'failed') counts.settled++;
   else if (result === 'completed') counts.failed++;
   else if (result === 'retried') counts.retried++;
   else if (result === 'dead') counts.deadLettered++;
@@ -104,15 +113,39 @@ function addToCounts(
 export function createSettlementWorker(deps: WorkerDeps) {
   const { config } = deps;
   const complete = createCompletionBatcher((completions) =>
-    completePayments(deps.pool, completions, config.KAFKA_TOPIC_PAYMENTS, new Date()),
+    completePayments(
+      deps.pool,
+      completions,
+      config.KAFKA_TOPIC_PAYMENTS,
+      new Date(),
+      config.AUTHORIZATION_WINDOW_SECONDS,
+    ),
   );
+  const timeoutMs = config.ACQUIRER_TIMEOUT_MS;
+  const { holdAcquirer } = deps;
   const inquire = deps.acquirer.inquireCharge?.bind(deps.acquirer);
+  // A manual payment is authorized (a hold), not charged: the same job, key and machinery.
+  const inquireManual = holdAcquirer?.inquireAuthorization
+    ? (job: SettlementJob) => inquireAuthorization(holdAcquirer, job, timeoutMs)
+    : undefined;
   const handler: JobHandler<SettlementJob, FinalStatus> = {
     jobs: SETTLEMENT_JOBS,
     claim: claimDueJobs,
-    attempt: (job) => callAcquirer(deps.acquirer, job, config.ACQUIRER_TIMEOUT_MS),
-    ...(inquire
-      ? { inquire: (job: SettlementJob) => inquireCharge(inquire, job, config.ACQUIRER_TIMEOUT_MS) }
+    attempt: (job) =>
+      job.manual
+        ? callAuthorize(holdAcquirer, job, timeoutMs)
+        : callAcquirer(deps.acquirer, job, timeoutMs),
+    ...(inquire || inquireManual
+      ? {
+          inquire: (job: SettlementJob) => {
+            if (job.manual) {
+              return inquireManual?.(job) ?? Promise.resolve({ kind: 'not_found' as const });
+            }
+            return inquire
+              ? inquireCharge(inquire, job, timeoutMs)
+              : Promise.resolve({ kind: 'not_found' as const });
+          },
+        }
       : {}),
     complete: (job, final) => complete({ ...job, final, trace: currentTraceContext() }),
     letter: (job) => ({ eventId: job.eventId, record: job.record }),

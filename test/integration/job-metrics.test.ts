@@ -63,6 +63,14 @@ async function addJob(kind: JobKind, job: JobRow): Promise<void> {
     await addWebhookJob(paymentId, times);
     return;
   }
+  if (kind === 'hold') {
+    await db.pool.query(
+      `INSERT INTO hold_jobs (payment_id, state, next_attempt_at, locked_until)
+       VALUES ($1, $2, now() + make_interval(secs => $3), now() + make_interval(secs => $4))`,
+      [paymentId, ...times],
+    );
+    return;
+  }
   const refundId = randomUUID();
   await db.pool.query(
     `INSERT INTO refunds (id, payment_id, merchant_id, amount, currency, created_at, updated_at)
@@ -146,12 +154,17 @@ describe('jobs, jobs_ready and jobs_oldest_ready_age_seconds', () => {
     const unregister = registerJobProbes(probeDb, JOB_KINDS);
     try {
       const empty = { pending: 0, dead: 0, ready: 0, oldestReadyAge: 0 };
-      expect(await scrape()).toEqual({ settlement: empty, refund: empty, webhook: empty });
-      expect(statements).toHaveLength(3);
+      expect(await scrape()).toEqual({
+        settlement: empty,
+        refund: empty,
+        webhook: empty,
+        hold: empty,
+      });
+      expect(statements).toHaveLength(JOB_KINDS.length);
 
       // The oldest ready job is due 30 s ago (settlement) and 45 s ago (refund). Older jobs
       // must not count: one leased until later (not ready) and one dead.
-      const oldest: Record<JobKind, number> = { settlement: 30, refund: 45, webhook: 20 };
+      const oldest: Record<JobKind, number> = { settlement: 30, refund: 45, webhook: 20, hold: 25 };
       for (const kind of JOB_KINDS) {
         await addJob(kind, { state: 'pending', due: -oldest[kind] });
         await addJob(kind, { state: 'pending', due: -5 });
@@ -166,7 +179,7 @@ describe('jobs, jobs_ready and jobs_oldest_ready_age_seconds', () => {
 
       statements.length = 0;
       const scraped = await scrape();
-      expect(statements).toHaveLength(3);
+      expect(statements).toHaveLength(JOB_KINDS.length);
       for (const kind of JOB_KINDS) {
         const { oldestReadyAge, ...counts } = scraped[kind] ?? empty;
         expect(counts, kind).toEqual({ pending: 5, dead: 1, ready: 3 });

@@ -119,14 +119,14 @@ describe('consumer kit: lifecycle order per payment', () => {
         { type: 'payment.settled', data: { capture_method: 'manual' } },
       ),
       checkOrder({}, { type: 'payment.authorized' }),
-      checkOrder({ payment: 'authorized' }, { type: 'payment.failed' }),
+      checkOrder({ payment: 'canceled' }, { type: 'payment.failed' }),
       checkOrder({ payment: 'settled' }, { type: 'payment.authorized' }),
     ];
     expect(verdicts.map((v) => (v.inOrder ? null : [v.problem, v.missing]))).toEqual([
       ['payment.canceled before payment.authorized', 'payment.authorized'],
       ['payment.settled before payment.authorized', 'payment.authorized'],
       ['payment.authorized before payment.created', 'payment.created'],
-      ['payment.failed after payment.authorized', null],
+      ['payment.failed after payment.canceled', null],
       ['payment.authorized after payment.settled', null],
     ]);
     // Applied anyway, an early event moves the stage forwards; a late one leaves it.
@@ -134,9 +134,14 @@ describe('consumer kit: lifecycle order per payment', () => {
       'canceled',
       'settled',
       'authorized',
-      'authorized',
+      'canceled',
       'settled',
     ]);
+  });
+
+  it('when a capture is declined after the authorization, then payment.failed follows payment.authorized in order', () => {
+    const verdict = checkOrder({ payment: 'authorized' }, { type: 'payment.failed' });
+    expect(verdict).toMatchObject({ inOrder: true, next: { payment: 'failed' } });
   });
 
   it('when an automatic payment settles right after payment.created, then it is in order (no authorized)', () => {

@@ -49,6 +49,8 @@ describe('buildOpenApiDocument', () => {
     expect(Object.keys(doc.paths)).toEqual([
       '/payments',
       '/payments/{id}',
+      '/payments/{id}/capture',
+      '/payments/{id}/cancel',
       '/payments/{id}/refunds',
       '/refunds/{id}',
       '/webhook_endpoints',

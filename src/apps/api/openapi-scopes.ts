@@ -27,6 +27,8 @@ const RESOURCE_OF_PATH: Readonly<Record<string, ScopeResource | 'events'>> = {
   '/webhook_endpoints/{id}/replay': 'webhooks',
   '/events': 'events',
   '/events/{id}': 'events',
+  '/payments/{id}/capture': 'payments',
+  '/payments/{id}/cancel': 'payments',
 };
 
 /**

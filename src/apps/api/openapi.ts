@@ -1,5 +1,7 @@
 import {
   createPaymentBodySchema,
+  cancelPaymentBodySchema,
+  capturePaymentBodySchema,
   paymentListSchema,
   paymentSchema,
   problemSchema,
@@ -27,6 +29,7 @@ import {
   listRefundsOperation,
 } from './refunds-openapi.js';
 import { eventPaths, eventSchemas } from './events-openapi.js';
+import { cancelPaymentOperation, capturePaymentOperation } from './holds-openapi.js';
 import { webhookPaths, webhookSchemas } from './webhooks-openapi.js';
 
 const listParameters = [
@@ -126,6 +129,8 @@ export function buildOpenApiDocument(): JsonObject {
     paths: withScopes({
       '/payments': { post: createPaymentOperation(), get: listPaymentsOperation() },
       '/payments/{id}': { get: getPaymentOperation() },
+      '/payments/{id}/capture': { post: capturePaymentOperation() },
+      '/payments/{id}/cancel': { post: cancelPaymentOperation() },
       '/payments/{id}/refunds': { post: createRefundOperation(), get: listRefundsOperation() },
       '/refunds/{id}': { get: getRefundOperation() },
       ...webhookPaths(),
@@ -137,6 +142,8 @@ export function buildOpenApiDocument(): JsonObject {
         { schema: createPaymentBodySchema, io: 'input' },
         { schema: paymentSchema, io: 'output' },
         { schema: paymentListSchema, io: 'output' },
+        { schema: capturePaymentBodySchema, io: 'input' },
+        { schema: cancelPaymentBodySchema, io: 'input' },
         { schema: createRefundBodySchema, io: 'input' },
         { schema: refundSchema, io: 'output' },
         { schema: refundListSchema, io: 'output' },

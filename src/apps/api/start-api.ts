@@ -14,6 +14,7 @@ import { createRateLimiter } from '../../rate-limits/rate-limiter.js';
 import type { MerchantGateDeps } from '../../merchants/merchant-gate.js';
 import type { Platform } from '../../platform/lifecycle/platform.js';
 import { createRefundService } from '../../refunds/create-refund.js';
+import { createHoldPayments } from '../../payments/hold-payment.js';
 import { createAddressPolicy } from '../../webhooks/address-policy.js';
 import { secretsKeyRing } from '../../platform/secrets/key-ring.js';
 import { roleDependencies } from '../role-dependencies.js';
@@ -86,6 +87,7 @@ export async function startApi(
       db: pool,
       ...gate,
       createPayment,
+      holds: createHoldPayments({ pool, cache, locks, logger, config, redisOutage }),
       bodyLimitBytes: config.HTTP_BODY_LIMIT_BYTES,
     },
     refunds: {

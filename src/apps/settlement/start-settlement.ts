@@ -1,7 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { createAcquirerBreaker } from '../../acquirer/acquirer-breaker.js';
 import { createAcquirerSimulator } from '../../acquirer/acquirer-simulator.js';
+import { createHoldSimulator } from '../../acquirer/hold-simulator.js';
 import type { Acquirer, RefundAcquirer } from '../../acquirer/acquirer.js';
+import type { HoldAcquirer } from '../../acquirer/hold-acquirer.js';
+import { createHoldWorker } from '../../settlement/hold-worker.js';
 import { createHttpAcquirer } from '../../acquirer/http-acquirer.js';
 import { createRefundSimulator } from '../../acquirer/refund-simulator.js';
 import { connectInBackground } from '../../platform/lifecycle/connect-in-background.js';
@@ -42,6 +45,21 @@ export interface SettlementOptions {
   afterRefund?: RefundWorkerDeps['afterRefund'];
   /** Test-only: the newest event data major it reads (a settlement upgraded for a newer one). */
   readableDataMajor?: number;
+  /**
+   * Authorizes, captures and voids manual payments (issue 40). Unless given: the acquirer above
+   * (ACQUIRER_URL's client, else the simulator) when it implements HoldAcquirer.
+   */
+  holdAcquirer?: HoldAcquirer;
+}
+
+/** The acquirer's two-step operations, if this acquirer has them (HoldAcquirer). */
+function holdsOf(acquirer: object): HoldAcquirer | undefined {
+  const candidate = acquirer as Partial<HoldAcquirer>;
+  return typeof candidate.authorize === 'function' &&
+    typeof candidate.capture === 'function' &&
+    typeof candidate.void === 'function'
+    ? (acquirer as HoldAcquirer)
+    : undefined;
 }
 
 /**
@@ -93,14 +111,12 @@ export function startSettlement(
               ? undefined
               : readFileSync(config.ACQUIRER_CA_FILE, 'utf8'),
         });
-  const acquirer =
-    options.acquirer ??
-    remote ??
-    createAcquirerSimulator(pool, {
-      latencyMs: config.ACQUIRER_SIM_LATENCY_MS,
-      transientFailureRate: config.ACQUIRER_SIM_FAILURE_RATE,
-      timeoutTokenDelayMs: config.ACQUIRER_TIMEOUT_MS * 3,
-    });
+  const simulator = {
+    latencyMs: config.ACQUIRER_SIM_LATENCY_MS,
+    transientFailureRate: config.ACQUIRER_SIM_FAILURE_RATE,
+    timeoutTokenDelayMs: config.ACQUIRER_TIMEOUT_MS * 3,
+  };
+  const acquirer = options.acquirer ?? remote ?? createAcquirerSimulator(pool, simulator);
   // One log of Postgres outages for both workers: an outage costs one set of lines.
   const postgresOutage = createOutageLog('postgres', logger, config.OUTAGE_LOG_INTERVAL_MS);
   // An acquirer across the network gets a circuit breaker, one per process, shared by both
@@ -114,10 +130,18 @@ export function startSettlement(
           outageLogIntervalMs: config.OUTAGE_LOG_INTERVAL_MS,
         })
       : undefined;
+  // Holds (authorize/capture/void, issue 40): ACQUIRER_URL's client has them; without it the
+  // hold simulator runs in here beside the charge simulator. A test's charge-only acquirer has
+  // none: its manual payments are dead-lettered (hold_acquirer_missing).
+  const holdAcquirer =
+    options.holdAcquirer ??
+    holdsOf(acquirer) ??
+    (options.acquirer === undefined ? createHoldSimulator(pool, simulator) : undefined);
   const worker = createSettlementWorker({
     pool,
     postgresOutage,
     acquirer,
+    ...(holdAcquirer ? { holdAcquirer } : {}),
     deadLetters: { topic: config.KAFKA_TOPIC_DLQ, wake: deadLetters.wake },
     logger,
     config,
@@ -136,6 +160,16 @@ export function startSettlement(
     ...(gate && options.refundAcquirer === undefined ? { gate } : {}),
     ...(options.afterRefund ? { afterRefund: options.afterRefund } : {}),
   });
+  // Captures, voids and expiries of manual payments: one hold job per authorization.
+  const holdWorker = createHoldWorker({
+    pool,
+    postgresOutage,
+    holdAcquirer,
+    deadLetters: { topic: config.KAFKA_TOPIC_DLQ, wake: deadLetters.wake },
+    logger,
+    config,
+    ...(gate && options.holdAcquirer === undefined ? { gate } : {}),
+  });
   const handle = createSettlementHandler({
     pool,
     worker,
@@ -145,7 +179,7 @@ export function startSettlement(
       ? {}
       : { readableDataMajor: options.readableDataMajor }),
   });
-  const unregisterJobProbes = registerJobProbes(pool, ['settlement', 'refund']);
+  const unregisterJobProbes = registerJobProbes(pool, ['settlement', 'refund', 'hold']);
   // Processed event ids, resolved dead jobs, merchants' events past retention (DESIGN 110, 129).
   const reaper = startRetentionReaper(
     pool,
@@ -180,6 +214,7 @@ export function startSettlement(
     () => {
       worker.start();
       refundWorker.start();
+      holdWorker.start();
       deadLetters.start();
     },
   );
@@ -215,7 +250,7 @@ export function startSettlement(
       // Stop intake first (in-flight records finish and commit), then the worker's jobs.
       if (await consuming.connected) await consumer.disconnect();
       if (await producing.connected) {
-        await Promise.all([worker.stop(), refundWorker.stop()]);
+        await Promise.all([worker.stop(), refundWorker.stop(), holdWorker.stop()]);
         // The send in flight is bounded; unsent letters stay in the database for the next start.
         await deadLetters.stop();
         await deadLetterProducer.close();

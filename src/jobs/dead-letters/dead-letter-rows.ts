@@ -34,6 +34,9 @@ export async function readReplayableDeadLetters(db: Queryable): Promise<StoredLe
                                       AND j.state = 'dead')
                            OR EXISTS (SELECT 1 FROM refund_jobs j
                                        WHERE d.job_kind = 'refund' AND j.refund_id = d.job_id
+                                         AND j.state = 'dead')
+                           OR EXISTS (SELECT 1 FROM hold_jobs j
+                                       WHERE d.job_kind = 'hold' AND j.payment_id = d.job_id
                                          AND j.state = 'dead')))
             ORDER BY d.id`,
   });

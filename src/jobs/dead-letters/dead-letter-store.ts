@@ -16,7 +16,7 @@ export interface StoredDeadLetter {
   topic: string;
   record: ProducerRecord;
   /** The dead job it stands for (a poison record's letter has none): kept while it is dead. */
-  job?: { kind: 'settlement' | 'refund'; id: string };
+  job?: { kind: 'settlement' | 'refund' | 'hold'; id: string };
 }
 
 /** Stores a dead letter once per dedup key; true when this call stored it. */
@@ -169,6 +169,9 @@ export async function purgePublishedDeadLetters(
                                      AND j.state = 'dead')
                   AND NOT EXISTS (SELECT 1 FROM refund_jobs j
                                    WHERE d.job_kind = 'refund' AND j.refund_id = d.job_id
+                                     AND j.state = 'dead')
+                  AND NOT EXISTS (SELECT 1 FROM hold_jobs j
+                                   WHERE d.job_kind = 'hold' AND j.payment_id = d.job_id
                                      AND j.state = 'dead')
                 ORDER BY d.id LIMIT $2)`,
       values: [retentionSeconds, PURGE_BATCH_SIZE],

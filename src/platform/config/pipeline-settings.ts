@@ -93,6 +93,16 @@ export const pipelineSettings = {
   REFUND_POLL_MS: integer(10, 60_000)
     .default(500)
     .describe('Fallback poll of the refund worker for due retries.'),
+  /**
+   * Issue 40 (DESIGN 131): a manual payment's authorization is captured or canceled by then
+   * (`capture_before`), else the expiry job voids it and cancels the payment (reason `expired`).
+   * Card holds last 5-7 days; tests use seconds.
+   */
+  AUTHORIZATION_WINDOW_SECONDS: integer(1, 30 * 86_400)
+    .default(604_800)
+    .describe(
+      "How long a manual payment's authorization may be captured (capture_before) before it is voided and canceled as expired.",
+    ),
   /** An acquirer that has not answered by then is treated as a transient failure. */
   ACQUIRER_TIMEOUT_MS: integer(10, 120_000)
     .default(2_000)

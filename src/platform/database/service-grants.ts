@@ -91,6 +91,10 @@ export const SERVICE_GRANTS: readonly LoginGrants[] = [
       // Every event's merchant copy, written with its outbox row; GET /events reads it (0036).
       { tables: ['merchant_events'], privileges: ['SELECT', 'INSERT'] },
       { tables: ['refunds', 'refund_jobs'], privileges: ['SELECT', 'INSERT'] },
+      // A capture or cancel (issue 40): its decision under the payment's lock, its job made due.
+      { tables: ['payment_hold_decisions'], privileges: ['SELECT', 'INSERT'] },
+      { tables: ['hold_jobs'], privileges: ['SELECT'] },
+      { tables: ['hold_jobs'], privileges: ['UPDATE'], columns: ['next_attempt_at'] },
       // The merchant's webhook API: endpoints (PATCH: never the id, merchant or creation time).
       { tables: ['webhook_endpoints'], privileges: ['SELECT', 'INSERT', 'DELETE'] },
       {
@@ -154,8 +158,11 @@ export const SERVICE_GRANTS: readonly LoginGrants[] = [
       { tables: ['processed_events'], privileges: ['SELECT', 'INSERT', 'DELETE'] },
       { tables: ['settlement_jobs'], privileges: ['SELECT', 'INSERT', 'DELETE'] },
       { tables: ['refund_jobs'], privileges: ['SELECT', 'DELETE'] },
+      // An authorization's hold job (written with requires_capture), its expiry's decision.
+      { tables: ['hold_jobs'], privileges: ['SELECT', 'INSERT', 'DELETE'] },
+      { tables: ['payment_hold_decisions'], privileges: ['SELECT', 'INSERT'] },
       {
-        tables: ['settlement_jobs', 'refund_jobs'],
+        tables: ['settlement_jobs', 'refund_jobs', 'hold_jobs'],
         privileges: ['UPDATE'],
         columns: JOB_REVIVAL_COLUMNS,
       },
@@ -164,7 +171,16 @@ export const SERVICE_GRANTS: readonly LoginGrants[] = [
       {
         tables: ['payments'],
         privileges: ['UPDATE'],
-        columns: ['status', 'failure_code', 'updated_at', 'amount_refunded'],
+        columns: [
+          'status',
+          'failure_code',
+          'updated_at',
+          'amount_refunded',
+          'capture_before',
+          'amount_captured',
+          'canceled_at',
+          'cancellation_reason',
+        ],
       },
       // A refund's outcome; never its amount, payment or merchant.
       { tables: ['refunds'], privileges: ['SELECT'] },

@@ -9,6 +9,11 @@ export type DomainErrorCode =
   | 'not_found'
   | 'payment_not_refundable'
   | 'refund_exceeds_payment'
+  | 'capture_method_automatic'
+  | 'payment_already_canceled'
+  | 'payment_already_captured'
+  | 'amount_exceeds_authorization'
+  | 'payment_not_capturable'
   | 'unauthorized'
   | 'insufficient_scope'
   | 'rate_limited';
@@ -20,6 +25,11 @@ export abstract class DomainError extends Error {
   readonly retryAfterSeconds: number | undefined;
   /** Fields the answer carries besides the error (over HTTP, headers: the RateLimit fields). */
   readonly fields: Readonly<Record<string, string>>;
+  /**
+   * The refusal is about work still under way (a payment whose authorization is pending): the
+   * same request may succeed later. Over HTTP 409 Conflict instead of the code's status.
+   */
+  readonly stillInProgress: boolean;
 
   constructor(
     message: string,
@@ -27,11 +37,13 @@ export abstract class DomainError extends Error {
       retryAfterSeconds?: number;
       fields?: Readonly<Record<string, string>>;
       cause?: unknown;
+      stillInProgress?: boolean;
     } = {},
   ) {
     super(message, { cause: options.cause });
     this.name = new.target.name;
     this.retryAfterSeconds = options.retryAfterSeconds;
     this.fields = options.fields ?? {};
+    this.stillInProgress = options.stillInProgress ?? false;
   }
 }
