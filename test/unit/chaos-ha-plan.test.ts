@@ -52,6 +52,7 @@ describe('chaos --ha: unavailability per phase', () => {
     const run = new HaRun({
       root: '/nowhere',
       runId: 'r',
+      runDir: '/nowhere',
       env: {},
       // Never queried: no checkpoint runs here.
       db: undefined as never,

@@ -1,3 +1,4 @@
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type pg from 'pg';
 import type { RequestSample } from '../load/http-transport.js';
@@ -35,6 +36,8 @@ export class HaRun {
     private readonly input: {
       root: string;
       runId: string;
+      /** The run's report directory: each checkpoint's verify output is kept there. */
+      runDir: string;
       env: NodeJS.ProcessEnv;
       db: pg.Pool;
       timeline: Timeline;
@@ -79,8 +82,13 @@ export class HaRun {
         timeoutMs: (this.input.verifyWaitSeconds + 300) * 1000,
       },
     );
+    const text = `${verify.stderr}${verify.stdout}`.trimEnd();
+    await writeFile(
+      path.join(this.input.runDir, `verify-after-${String(this.checkpoints.length + 1)}.txt`),
+      `${text}\n`,
+    );
     // Its verdict: the violations line (or its last line when it could not judge).
-    const output = `${verify.stderr}${verify.stdout}`.trimEnd().split('\n');
+    const output = text.split('\n');
     const verifyTail = (
       output.find((line) => line.trim().startsWith('violations')) ??
       output[output.length - 1] ??

@@ -151,7 +151,15 @@ async function main(): Promise<number> {
   const timeline = new Timeline();
   faultContext.timeline = timeline;
   const ha = options.ha
-    ? new HaRun({ root, runId, env, db, timeline, verifyWaitSeconds: options.verifyWaitSeconds })
+    ? new HaRun({
+        root,
+        runId,
+        runDir,
+        env,
+        db,
+        timeline,
+        verifyWaitSeconds: options.verifyWaitSeconds,
+      })
     : null;
   noteReceivers(receivers, timeline);
   // The load runs until TAIL_SECONDS after the last fault was undone (stopped with SIGINT): a
