@@ -1,5 +1,6 @@
-import { Partitioners, type Producer } from 'kafkajs';
+import type { Message, Producer } from 'kafkajs';
 import { reportAnswers, type KafkaClient } from './kafka-client.js';
+import { recordingPartitioner, unacknowledgedPartitions } from './kafka-routed.js';
 
 // Producing: the idempotent producer, sending with acks from every in-sync replica, and telling
 // a refused record from a cluster failure. Part of the Kafka boundary (kafka.ts).
@@ -25,7 +26,8 @@ export function createIdempotentProducer(
       : { transactionTimeout: options.transactionTimeoutMs }),
     maxInFlightRequests: 1,
     allowAutoTopicCreation: false,
-    createPartitioner: Partitioners.DefaultPartitioner,
+    // The default partitioner, recording each message's partition (kafka-routed.ts).
+    createPartitioner: recordingPartitioner,
     ...(options.retries === undefined ? {} : { retry: { retries: options.retries } }),
   });
   reportAnswers(kafka, producer);
@@ -47,13 +49,20 @@ export async function publish(
   producer: Pick<Producer, 'sendBatch'>,
   batches: readonly { topic: string; records: readonly ProducerRecord[] }[],
 ): Promise<void> {
-  await producer.sendBatch({
-    acks: -1,
-    topicMessages: batches.map(({ topic, records }) => ({
-      topic,
-      messages: records.map(({ key, value, headers }) => ({ key, value, headers })),
-    })),
-  });
+  const topicMessages = batches.map(({ topic, records }) => ({
+    topic,
+    messages: records.map(({ key, value, headers }): Message => ({ key, value, headers })),
+  }));
+  const acked = await producer.sendBatch({ acks: -1, topicMessages });
+  // kafkajs may resolve without sending a partition whose leader moved (kafka-routed.ts): an
+  // error then, so the caller sends the batch again (copies carry the same event ids).
+  const missing = unacknowledgedPartitions(
+    topicMessages.flatMap((batch) => batch.messages),
+    acked,
+  );
+  if (missing.length > 0) {
+    throw new Error(`no acknowledgement for ${missing.join(', ')} (a leader moved mid-send)`);
+  }
 }
 
 /**
