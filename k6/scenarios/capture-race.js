@@ -216,7 +216,10 @@ export const captureRace = {
       tally.add('capture_race_not_authorized');
       return;
     }
-    const keys = raceKeys(key, amount, settings);
+    // Rotated by n, so the key sent first (often the winner) is a capture or a cancel by turns.
+    const planned = raceKeys(key, amount, settings);
+    const turn = n % planned.length;
+    const keys = [...planned.slice(turn), ...planned.slice(0, turn)];
     const requests = keys.flatMap((raceKey) =>
       Array.from({ length: settings.copies }, (_, copy) =>
         holdRequest(apiKey, id, raceKey.action, raceKey.key, raceBody(raceKey), copy),
