@@ -42,6 +42,8 @@ export const CLIENT_COUNTERS = ['server_errors', 'retries', 'unresolved_requests
 export const POST_PAYMENTS = 'POST /payments';
 export const GET_PAYMENT = 'GET /payments/{id}';
 export const POST_REFUNDS = 'POST /payments/{id}/refunds';
+export const POST_CAPTURE = 'POST /payments/{id}/capture';
+export const POST_CANCEL = 'POST /payments/{id}/cancel';
 
 /** Answers worth sending again with the same key (BRIEF section 4). */
 export function isRetryable(/** @type {number} */ status) {
@@ -57,6 +59,27 @@ function keyedHeaders(/** @type {string} */ apiKey, /** @type {string} */ idempo
   };
 }
 
+/** A POST of `body` (sent exactly as given) to `path` with the key; `name` tags its latency. */
+function keyedPost(
+  /** @type {string} */ apiKey,
+  /** @type {string} */ path,
+  /** @type {string} */ idempotencyKey,
+  /** @type {string} */ body,
+  /** @type {string} */ name,
+  /** @type {number} */ target,
+) {
+  /** @type {Request} */
+  const request = {
+    method: 'POST',
+    target,
+    path,
+    headers: keyedHeaders(apiKey, idempotencyKey),
+    body,
+    name,
+  };
+  return request;
+}
+
 /** A POST /payments request; `body` is sent exactly as given. */
 export function paymentRequest(
   /** @type {string} */ apiKey,
@@ -65,16 +88,7 @@ export function paymentRequest(
   target = 0,
   name = POST_PAYMENTS,
 ) {
-  /** @type {Request} */
-  const request = {
-    method: 'POST',
-    target,
-    path: '/payments',
-    headers: keyedHeaders(apiKey, idempotencyKey),
-    body,
-    name,
-  };
-  return request;
+  return keyedPost(apiKey, '/payments', idempotencyKey, body, name, target);
 }
 
 /** A POST /payments/{id}/refunds request. */
@@ -85,16 +99,21 @@ export function refundRequest(
   /** @type {string} */ body,
   target = 0,
 ) {
-  /** @type {Request} */
-  const request = {
-    method: 'POST',
-    target,
-    path: `/payments/${paymentId}/refunds`,
-    headers: keyedHeaders(apiKey, idempotencyKey),
-    body,
-    name: POST_REFUNDS,
-  };
-  return request;
+  const path = `/payments/${paymentId}/refunds`;
+  return keyedPost(apiKey, path, idempotencyKey, body, POST_REFUNDS, target);
+}
+
+/** A POST /payments/{id}/capture or /cancel request (issue 40's second step). */
+export function holdRequest(
+  /** @type {string} */ apiKey,
+  /** @type {string} */ paymentId,
+  /** @type {'capture' | 'cancel'} */ action,
+  /** @type {string} */ idempotencyKey,
+  /** @type {string} */ body,
+  target = 0,
+) {
+  const name = action === 'capture' ? POST_CAPTURE : POST_CANCEL;
+  return keyedPost(apiKey, `/payments/${paymentId}/${action}`, idempotencyKey, body, name, target);
 }
 
 /** A GET /payments/{id} request. */
@@ -208,4 +227,24 @@ export function resourceOf(/** @type {Answer} */ answer) {
   } catch {
     return null;
   }
+}
+
+/**
+ * Polls GET /payments/{id} (10 times a second) until `done` says yes of the payment, for at most
+ * `waitSeconds`; returns that payment, or null when the time ran out.
+ * @returns {Generator<Step, Record<string, unknown> | null, Answer[]>}
+ */
+export function* awaitPayment(
+  /** @type {string} */ apiKey,
+  /** @type {string} */ id,
+  /** @type {(payment: Record<string, unknown>) => boolean} */ done,
+  /** @type {number} */ waitSeconds,
+) {
+  for (let polls = 0; polls < waitSeconds * 10; polls++) {
+    const [answer] = yield* exchange([getPaymentRequest(apiKey, id)]);
+    const payment = answer ? resourceOf(answer) : null;
+    if (payment && done(payment)) return payment;
+    yield { kind: 'sleep', seconds: 0.1 };
+  }
+  return null;
 }

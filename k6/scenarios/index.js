@@ -1,5 +1,6 @@
 // @ts-check
 // Every scenario by the name `npm run load -- <name>` and `npm run k6 -- <name>` take.
+import { captureRace } from './capture-race.js';
 import { crossMerchant } from './cross-merchant.js';
 import { mismatch } from './mismatch.js';
 import { mix } from './mix.js';
@@ -17,4 +18,5 @@ export const SCENARIOS = {
   mismatch,
   'cross-merchant': crossMerchant,
   'refund-storm': refundStorm,
+  'capture-race': captureRace,
 };

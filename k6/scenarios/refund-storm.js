@@ -12,6 +12,7 @@
 // P99_MS (1500).
 import {
   acceptedOf,
+  awaitPayment,
   CLIENT_COUNTERS,
   exchange,
   getPaymentRequest,
@@ -22,8 +23,15 @@ import {
   send,
 } from './careful-client.js';
 import { keyOf, merchantOf } from './keys.js';
-import { durationSetting, intSetting } from './settings.js';
-import { latency, NO_SERVER_ERRORS, noneOf, noSetup, perKey } from './shape.js';
+import { intSetting } from './settings.js';
+import {
+  latency,
+  NO_SERVER_ERRORS,
+  noneOf,
+  noSetup,
+  paymentStormSettings,
+  perKey,
+} from './shape.js';
 
 /** @typedef {import('./careful-client.js').Answer} Answer */
 /** @typedef {import('./careful-client.js').Step} Step */
@@ -88,25 +96,6 @@ export function refundsBroken(
 }
 
 /**
- * Polls the payment until it is settled (true), or it failed or `waitSeconds` passed (false).
- * @returns {Generator<Step, boolean, Answer[]>}
- */
-function* awaitSettled(
-  /** @type {string} */ apiKey,
-  /** @type {string} */ id,
-  /** @type {number} */ waitSeconds,
-) {
-  for (let polls = 0; polls < waitSeconds * 10; polls++) {
-    const [answer] = yield* exchange([getPaymentRequest(apiKey, id)]);
-    const status = answer ? resourceOf(answer)?.status : undefined;
-    if (status === 'settled') return true;
-    if (status === 'failed') return false;
-    yield { kind: 'sleep', seconds: 0.1 };
-  }
-  return false;
-}
-
-/**
  * The payment's amount_refunded, read again while the API answers 5xx or nothing (a fault under
  * `npm run chaos`); undefined when no read succeeded (the read proves nothing then).
  * @returns {Generator<Step, number | undefined, Answer[]>}
@@ -121,25 +110,18 @@ function* amountRefunded(/** @type {string} */ apiKey, /** @type {string} */ id)
   return undefined;
 }
 
-/** @typedef {{ payments: number, parts: number, overshoot: number, copies: number, vus: number, maxDuration: string, settleWaitSeconds: number, maxAttempts: number, p95: number, p99: number }} RefundStormSettings */
+/** @typedef {import('./shape.js').PaymentStormSettings & { parts: number, overshoot: number }} RefundStormSettings */
 
 /** @type {import('./shape.js').Scenario<RefundStormSettings, {}>} */
 export const refundStorm = {
   name: 'refund_storm',
   minimumKeys: 1,
   settings: (env) => ({
-    payments: intSetting(env, 'PAYMENTS', 20),
-    parts: Math.max(1, intSetting(env, 'PARTS', 10)),
-    overshoot: Math.max(1, intSetting(env, 'OVERSHOOT', 3)),
-    copies: Math.max(1, intSetting(env, 'COPIES', 3)),
     // Each VU storms one payment with PARTS * OVERSHOOT * COPIES (90) requests at once: the
     // contention the invariants are about. Two VUs keep about 180 requests in flight.
-    vus: intSetting(env, 'VUS', 2),
-    maxDuration: durationSetting(env, 'MAX_DURATION', '10m'),
-    settleWaitSeconds: intSetting(env, 'SETTLE_WAIT_S', 30),
-    maxAttempts: Math.max(1, intSetting(env, 'MAX_ATTEMPTS', 10)),
-    p95: intSetting(env, 'P95_MS', 300),
-    p99: intSetting(env, 'P99_MS', 1500),
+    ...paymentStormSettings(env, { payments: 20, copies: 3, vus: 2, p95: 300, p99: 1500 }),
+    parts: Math.max(1, intSetting(env, 'PARTS', 10)),
+    overshoot: Math.max(1, intSetting(env, 'OVERSHOOT', 3)),
   }),
   executor: (s) => perKey(s.payments, s.vus, s.maxDuration),
   batch: (s) => s.parts * s.overshoot * s.copies,
@@ -158,10 +140,15 @@ export const refundStorm = {
     const body = JSON.stringify({ amount, currency: 'EUR', description: `refund storm #${n}` });
     const [created] = yield* send([paymentRequest(apiKey, key, body)], tally, settings.maxAttempts);
     const payment = created ? acceptedOf(created) : null;
-    if (
-      !payment ||
-      !(yield* awaitSettled(apiKey, String(payment.id), settings.settleWaitSeconds))
-    ) {
+    const settled = payment
+      ? yield* awaitPayment(
+          apiKey,
+          String(payment.id),
+          (read) => read.status === 'settled' || read.status === 'failed',
+          settings.settleWaitSeconds,
+        )
+      : null;
+    if (!payment || settled?.status !== 'settled') {
       tally.add('refund_payment_not_settled');
       return;
     }

@@ -157,3 +157,37 @@ export function raceThresholds(
     ...latency(name, settings),
   };
 }
+
+/**
+ * @typedef {object} PaymentStormSettings
+ * @property {number} payments
+ * @property {number} copies
+ * @property {number} vus
+ * @property {string} maxDuration
+ * @property {number} settleWaitSeconds
+ * @property {number} maxAttempts
+ * @property {number} p95
+ * @property {number} p99
+ */
+
+/**
+ * The settings of a storm on payments that must first reach a state (refund-storm,
+ * capture-race): PAYMENTS, COPIES, VUS, MAX_DURATION (10m), SETTLE_WAIT_S (30), MAX_ATTEMPTS
+ * (10), P95_MS, P99_MS, with a scenario's defaults.
+ * @returns {PaymentStormSettings}
+ */
+export function paymentStormSettings(
+  /** @type {import('./settings.js').Env} */ env,
+  /** @type {{ payments: number, copies: number, vus: number, p95: number, p99: number }} */ defaults,
+) {
+  return {
+    payments: intSetting(env, 'PAYMENTS', defaults.payments),
+    copies: Math.max(1, intSetting(env, 'COPIES', defaults.copies)),
+    vus: intSetting(env, 'VUS', defaults.vus),
+    maxDuration: durationSetting(env, 'MAX_DURATION', '10m'),
+    settleWaitSeconds: intSetting(env, 'SETTLE_WAIT_S', 30),
+    maxAttempts: Math.max(1, intSetting(env, 'MAX_ATTEMPTS', 10)),
+    p95: intSetting(env, 'P95_MS', defaults.p95),
+    p99: intSetting(env, 'P99_MS', defaults.p99),
+  };
+}

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BENCH_TIER, defineTier } from '../../src/merchants/tier-repository.js';
 import { readRequestSamples } from '../../tools/load/request-samples.js';
 import type { VerifyReport } from '../../tools/verify/verify-payments.js';
+import { withFakeApi } from '../support/fake-api.js';
 import { createTestDatabase, uniqueSuffix, type TestDatabase } from '../support/isolation.js';
 import { runLoadCli, type LoadSummary } from '../support/load-cli.js';
 import type { TestApi } from '../support/test-api.js';
@@ -109,38 +110,29 @@ describe('npm run load -- storm (the driver, no k6)', () => {
   it('when the API answers a copy with a second payment, then the driver says so and exits 1 (a storm against a fake that is not idempotent)', async () => {
     // The same CLI against a stand-in that creates a payment for every request: the invariant
     // must fail the run, not only be counted.
-    const { createServer } = await import('node:http');
     let n = 0;
-    const server = createServer((req, res) => {
-      req.resume();
-      req.on('end', () => {
+    const run = await withFakeApi(
+      () => {
         n++;
-        res.writeHead(202, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ id: `p${n}`, object: 'payment' }));
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const address = server.address();
-    const port = typeof address === 'object' && address !== null ? address.port : 0;
-    try {
-      const run = await runLoadCli(
-        ['storm', '--summary', path.join(workDir, 'fake-summary.json')],
-        {
-          BASE_URL: `http://127.0.0.1:${port}`,
-          API_KEYS: 'sk_test_fake',
-          KEYS: '5',
-          COPIES: '3',
-          VUS: '1',
-          P95_MS: '5000',
-          P99_MS: '10000',
-        },
-        60_000,
-      );
-      expect(run.code, run.output).toBe(1);
-      expect(run.output).toMatch(/BROKEN storm_created_twice count==0 \(5\)/);
-      expect(run.output).toMatch(/BROKEN storm_id_mismatch count==0 \(5\)/);
-    } finally {
-      server.close();
-    }
+        return { status: 202, body: { id: `p${n}`, object: 'payment' } };
+      },
+      (baseUrl) =>
+        runLoadCli(
+          ['storm', '--summary', path.join(workDir, 'fake-summary.json')],
+          {
+            BASE_URL: baseUrl,
+            API_KEYS: 'sk_test_fake',
+            KEYS: '5',
+            COPIES: '3',
+            VUS: '1',
+            P95_MS: '5000',
+            P99_MS: '10000',
+          },
+          60_000,
+        ),
+    );
+    expect(run.code, run.output).toBe(1);
+    expect(run.output).toMatch(/BROKEN storm_created_twice count==0 \(5\)/);
+    expect(run.output).toMatch(/BROKEN storm_id_mismatch count==0 \(5\)/);
   });
 });

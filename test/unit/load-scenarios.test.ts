@@ -8,6 +8,12 @@ import {
   type Step,
   type Tally,
 } from '../../k6/scenarios/careful-client.js';
+import {
+  endedAsDecided,
+  raceBroken,
+  raceKeys,
+  type RaceKey,
+} from '../../k6/scenarios/capture-race.js';
 import { crossRaceBroken } from '../../k6/scenarios/cross-merchant.js';
 import { SCENARIOS } from '../../k6/scenarios/index.js';
 import { mismatchRaceBroken, reorderedBody } from '../../k6/scenarios/mismatch.js';
@@ -235,6 +241,53 @@ describe('the invariants each scenario judges', () => {
       name: 'refund_unexpected_status',
       tags: { status: '404' },
     });
+  });
+
+  it('capture race: one winner, the others refused with its code, copies identical; anything else breaks its invariant', () => {
+    const keys: RaceKey[] = raceKeys('k', 1000, { captures: 2, cancels: 1 });
+    expect(keys.map((key) => key.key)).toEqual(['k-capture-0', 'k-cancel-0', 'k-capture-1']);
+    const won = (replayed: boolean) =>
+      answer(202, { id: 'p', status: 'requires_capture' }, replayed);
+    const captured = answer(422, { code: 'payment_already_captured' });
+    const canceled = answer(422, { code: 'payment_already_canceled' });
+    const clean = raceBroken(
+      [won(false), won(true), captured, captured, captured, captured],
+      keys,
+      2,
+    );
+    expect(clean).toEqual({ broken: [], winner: keys[0], refusals: 4 });
+    expect(
+      names(
+        raceBroken([won(false), won(true), won(false), won(true), captured, captured], keys, 2)
+          .broken,
+      ),
+    ).toEqual(['capture_race_two_winners']);
+    expect(
+      names(
+        raceBroken([won(false), won(false), canceled, canceled, captured, answer(404)], keys, 2)
+          .broken,
+      ),
+    ).toEqual([
+      'capture_race_decided_twice',
+      'capture_race_replay_mismatch',
+      'capture_race_unexpected_status',
+      'capture_race_wrong_refusal',
+      'capture_race_wrong_refusal',
+    ]);
+    expect(
+      names(
+        raceBroken([captured, captured, canceled, canceled, captured, captured], keys, 2).broken,
+      ),
+    ).toEqual(['capture_race_no_winner']);
+    const capture = keys[0] as RaceKey;
+    const cancel = keys[1] as RaceKey;
+    expect(endedAsDecided({ status: 'settled', amount_captured: 1000 }, capture)).toBe(true);
+    expect(endedAsDecided({ status: 'settled', amount_captured: 999 }, capture)).toBe(false);
+    expect(
+      endedAsDecided({ status: 'canceled', cancellation_reason: 'requested_by_customer' }, cancel),
+    ).toBe(true);
+    expect(endedAsDecided({ status: 'settled', amount_captured: 1000 }, cancel)).toBe(false);
+    expect(endedAsDecided(null, capture)).toBe(false);
   });
 
   it("mix: the sources' weights and the follow-ups' shares are the ones the header states", () => {
