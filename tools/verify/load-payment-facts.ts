@@ -13,7 +13,7 @@ export interface OutboxFact {
 export interface PaymentFacts {
   id: string;
   merchantId: string;
-  status: 'pending' | 'processing' | 'settled' | 'failed';
+  status: 'pending' | 'processing' | 'requires_capture' | 'settled' | 'failed' | 'canceled';
   failureCode: string | null;
   /** Since created_at, by the database clock. */
   ageSeconds: number;
