@@ -55,7 +55,7 @@ beforeAll(async () => {
   ids.declined = await manual('tok_decline');
   const hold = (paymentId: string, action: 'capture' | 'cancel', body: unknown) =>
     postHold(api, { apiKey, paymentId, action, body });
-  expect((await hold(ids.captured ?? '', 'capture', { amount: 600 })).status).toBe(202);
+  expect((await hold(ids.captured ?? '', 'capture', { amount_to_capture: 600 })).status).toBe(202);
   expect((await hold(ids.captureDeclined ?? '', 'capture', {})).status).toBe(202);
   const reason = { cancellation_reason: 'requested_by_customer' };
   expect((await hold(ids.canceled ?? '', 'cancel', reason)).status).toBe(202);
@@ -83,14 +83,16 @@ async function expectViolation(
   repair: string[],
   args: string[] = ['--grace', '0'],
 ) {
-  for (const statement of sql) await db.pool.query(statement, [paymentId]);
+  const run = (statement: string) =>
+    db.pool.query(statement, statement.includes('$1') ? [paymentId] : []);
+  for (const statement of sql) await run(statement);
   try {
     const result = await verifyCli(...args);
     expect(result.code, result.stdout).toBe(1);
     expect(result.stdout).toContain(`${code} x`);
     expect(result.stdout).toContain(paymentId);
   } finally {
-    for (const statement of repair) await db.pool.query(statement, [paymentId]);
+    for (const statement of repair) await run(statement);
   }
 }
 
@@ -136,7 +138,7 @@ describe('npm run verify on manual payments', () => {
     const extraOperation = (kind: string, key: string) =>
       `INSERT INTO acquirer_simulator_hold_operations
          (idempotency_key, payment_id, operation, amount, result, reference)
-       VALUES ('${key}_' || $1, $1, '${kind}', NULL, 'approved', 'sim_injected')`;
+       VALUES ('${key}_' || $1::uuid::text, $1::uuid, '${kind}', NULL, 'approved', 'sim_injected')`;
     const dropInjected = `DELETE FROM acquirer_simulator_hold_operations
        WHERE reference = 'sim_injected' AND payment_id = $1`;
     await expectViolation(
@@ -156,9 +158,9 @@ describe('npm run verify on manual payments', () => {
       captured,
       [
         `INSERT INTO acquirer_simulator_charges (idempotency_key, payment_id, result, reference)
-         VALUES ('charge_' || $1, $1, 'approved', 'sim_injected')`,
+         VALUES ('charge_' || $1::uuid::text, $1::uuid, 'approved', 'sim_injected')`,
       ],
-      [`DELETE FROM acquirer_simulator_charges WHERE reference = 'sim_injected'`],
+      [`DELETE FROM acquirer_simulator_charges WHERE payment_id = $1`],
     );
     const capturedBack = `UPDATE acquirer_simulator_holds
        SET state = 'captured', amount_captured = 600, amount_released = 400 WHERE payment_id = $1`;
