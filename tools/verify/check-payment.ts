@@ -1,6 +1,8 @@
 import { paymentEventId, type PaymentEventType } from '../../src/payments/payment-event-id.js';
 import { isEventType as isContractType } from '../../src/events/event-types.js';
 import { noPaymentEvents, type EventCopy, type PaymentEvents } from './event-log.js';
+import { checkHold } from './check-hold.js';
+import type { HoldFacts } from './load-hold-facts.js';
 import type { PaymentFacts } from './load-payment-facts.js';
 import type { Violation, ViolationCode } from './violation.js';
 
@@ -32,12 +34,14 @@ export interface PaymentVerdict {
 /**
  * Judges one payment from its database facts and, when the topics were read, its events
  * (`events` undefined = no copy on the topic; `deadLetters` undefined = topics not read).
- * Pure: the rules of DESIGN.md record 62, one violation per broken rule.
+ * Pure: the rules of DESIGN.md record 62, one violation per broken rule. `hold` is given for a
+ * manual payment: its charge checks are then the hold's (checkHold).
  */
 export function checkPayment(
   facts: PaymentFacts,
   topics: { events: PaymentEvents | undefined; deadLetters: ReadonlyMap<string, number> } | null,
   options: CheckOptions,
+  hold?: HoldFacts,
 ): PaymentVerdict {
   const violations: Violation[] = [];
   const flag = (code: ViolationCode, detail: string) => {
@@ -50,6 +54,8 @@ export function checkPayment(
   const createdId = paymentEventId(facts.id, 'payment.created');
   let inFlight = false;
   let deadLettered = false;
+  let holdInFlight = false;
+  let holdDeadLettered = false;
 
   // I1 / I6: the key and its stored response.
   if (facts.keyRecords === 0 && facts.ageSeconds < options.keyTtlSeconds) {
@@ -64,18 +70,27 @@ export function checkPayment(
   if (facts.mismatchedResponses > 0)
     flag('stored_response_mismatch', `${facts.mismatchedResponses} stored responses`);
 
-  // I4: the acquirer's books.
-  const charges = `${facts.approvedCharges} approved and ${facts.declinedCharges} declined charges, ${facts.freshApprovedCalls} approving calls that were not replays (${facts.calls} calls)`;
-  if (facts.approvedCharges > 1 || facts.freshApprovedCalls > 1) flag('duplicate_charge', charges);
-  else if (facts.approvedCharges + facts.declinedCharges > 1) flag('conflicting_charges', charges);
-  if (facts.status === 'settled' && facts.approvedCharges === 0)
-    flag('settled_without_charge', charges);
-  if (facts.status === 'failed' && facts.declinedCharges === 0)
-    flag('failed_without_decline', `failure_code ${facts.failureCode ?? 'null'}; ${charges}`);
-  if (facts.approvedCharges > 0 && (facts.status === 'failed' || facts.status === 'pending'))
-    flag('charged_not_settled', `status ${facts.status}; ${charges}`);
-  if (facts.declinedCharges > 0 && (facts.status === 'settled' || facts.status === 'pending'))
-    flag('declined_not_failed', `status ${facts.status}; ${charges}`);
+  // I4: the acquirer's books (a manual payment's are its hold's: check-hold.ts).
+  if (hold) {
+    const verdict = checkHold(facts, hold, topics, options.graceSeconds);
+    violations.push(...verdict.violations);
+    holdInFlight = verdict.inFlight;
+    holdDeadLettered = verdict.deadLettered;
+  } else {
+    const charges = `${facts.approvedCharges} approved and ${facts.declinedCharges} declined charges, ${facts.freshApprovedCalls} approving calls that were not replays (${facts.calls} calls)`;
+    if (facts.approvedCharges > 1 || facts.freshApprovedCalls > 1)
+      flag('duplicate_charge', charges);
+    else if (facts.approvedCharges + facts.declinedCharges > 1)
+      flag('conflicting_charges', charges);
+    if (facts.status === 'settled' && facts.approvedCharges === 0)
+      flag('settled_without_charge', charges);
+    if (facts.status === 'failed' && facts.declinedCharges === 0)
+      flag('failed_without_decline', `failure_code ${facts.failureCode ?? 'null'}; ${charges}`);
+    if (facts.approvedCharges > 0 && (facts.status === 'failed' || facts.status === 'pending'))
+      flag('charged_not_settled', `status ${facts.status}; ${charges}`);
+    if (facts.declinedCharges > 0 && (facts.status === 'settled' || facts.status === 'pending'))
+      flag('declined_not_failed', `status ${facts.status}; ${charges}`);
+  }
 
   // I7 and the settlement job.
   if (facts.status === 'pending') {
@@ -182,7 +197,12 @@ export function checkPayment(
       ).length;
     }
   }
-  return { violations, inFlight: inFlight && violations.length === 0, deadLettered, staleCopies };
+  return {
+    violations,
+    inFlight: (inFlight || holdInFlight) && violations.length === 0,
+    deadLettered: deadLettered || holdDeadLettered,
+    staleCopies,
+  };
 }
 
 function isEventType(type: string): type is PaymentEventType {

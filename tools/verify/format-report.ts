@@ -12,6 +12,7 @@ export function formatReport(report: VerifyReport, examplesPerCode = 5): string 
     `verify: ${report.scope} (checked ${report.checkedAt}, grace ${report.graceSeconds} s)`,
     `  payments      ${payments.total}: ${payments.settled} settled, ${payments.failed} failed, ` +
       `${payments.processing} processing (${payments.deadLettered} dead-lettered), ` +
+      `${payments.requires_capture} requires_capture, ${payments.canceled} canceled, ` +
       `${payments.pending} pending; ${payments.inFlight} in flight (within the grace period)`,
     `  keys          ${report.keys} idempotency records for them`,
     `  refunds       ${refunds.total}: ${refunds.succeeded} succeeded, ${refunds.failed} failed, ` +

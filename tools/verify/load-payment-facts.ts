@@ -13,7 +13,7 @@ export interface OutboxFact {
 export interface PaymentFacts {
   id: string;
   merchantId: string;
-  status: 'pending' | 'processing' | 'settled' | 'failed';
+  status: 'pending' | 'processing' | 'requires_capture' | 'settled' | 'failed' | 'canceled';
   failureCode: string | null;
   /** Since created_at, by the database clock. */
   ageSeconds: number;
@@ -69,6 +69,9 @@ export async function loadPaymentFacts(db: Queryable, scope: VerifyScope): Promi
               count(*) FILTER (WHERE position(('"id":"' || s.id::text || '"') IN k.response_body) = 0)::int
                 AS mismatched
          FROM idempotency_keys k JOIN scope s ON s.id = k.payment_id AND k.refund_id IS NULL
+          -- A manual payment's capture / cancel keys point at it too, written after it; its
+          -- creation's record has its created_at (one statement writes both).
+          AND (s.capture_method = 'automatic' OR k.created_at <= s.created_at)
         GROUP BY k.payment_id),
      charges AS (
        SELECT c.payment_id,

@@ -4,6 +4,7 @@ import { checkDeadLetterReasons, checkDeadLetters } from './check-dead-letters.j
 import { checkPayment, type CheckOptions } from './check-payment.js';
 import { createDeadLetterLog, createEventLog } from './event-log.js';
 import { readDeadLetters } from './read-dead-letters.js';
+import { loadHoldFacts } from './load-hold-facts.js';
 import { existingPayments, loadOrphans, loadPaymentFacts } from './load-payment-facts.js';
 import type { Violation, ViolationCode } from './violation.js';
 import { describeScope, isScoped, type VerifyScope } from './verify-scope.js';
@@ -39,7 +40,13 @@ export interface VerifyReport {
     processing: number;
     settled: number;
     failed: number;
-    /** Processing, with a dead job whose event is on the dead-letter topic. */
+    /** Manual payments authorized, not captured or canceled yet (issue 40). */
+    requires_capture: number;
+    canceled: number;
+    /**
+     * Processing with a dead settlement job, or requires_capture with a dead hold job, whose
+     * event is on the dead-letter topic.
+     */
     deadLettered: number;
     /** Within the grace period: not judged yet on what they lack. */
     inFlight: number;
@@ -78,6 +85,7 @@ export async function verifyPayments(
 ): Promise<VerifyReport> {
   const checkedAt = new Date().toISOString();
   const facts = await loadPaymentFacts(deps.db, options.scope);
+  const holds = await loadHoldFacts(deps.db, options.scope);
   const scoped = isScoped(options.scope);
   const orphans = scoped ? null : await loadOrphans(deps.db);
 
@@ -92,7 +100,15 @@ export async function verifyPayments(
   }
 
   const violations: Violation[] = [];
-  const payments = { total: facts.length, pending: 0, processing: 0, settled: 0, failed: 0 };
+  const payments = {
+    total: facts.length,
+    pending: 0,
+    processing: 0,
+    settled: 0,
+    failed: 0,
+    requires_capture: 0,
+    canceled: 0,
+  };
   const report = { deadLettered: 0, inFlight: 0, keys: 0, staleCopies: 0 };
   const acquirer = { approved: 0, declined: 0, calls: 0, replayedCalls: 0 };
   for (const payment of facts) {
@@ -102,6 +118,7 @@ export async function verifyPayments(
         ? { events: events.payments.get(payment.id), deadLetters: deadLetters.byEventId }
         : null,
       options,
+      holds.get(payment.id),
     );
     violations.push(...verdict.violations);
     payments[payment.status]++;

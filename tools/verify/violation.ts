@@ -58,6 +58,32 @@ export const VIOLATIONS = {
   refund_event_missing: 'refund: refund.created or its result event is missing on the topic',
   refund_result_events: 'refund: both or the wrong result event on the topic',
   refund_event_key: 'refund: a refund event keyed by something other than its payment id',
+  // Manual capture (check-hold.ts, issue 40): judged on the hold books, not on charges
+  manual_payment_charged:
+    'I4: a manual payment has a charge at the acquirer (it is authorized and captured, never charged)',
+  captured_exceeds_authorized:
+    'hold: more captured than authorized (the hold at the acquirer, or payments.amount_captured over amount)',
+  refunded_exceeds_captured:
+    'hold: a manual payment refunded more than it captured (refunds are against amount_captured)',
+  duplicate_hold_operation:
+    'hold: more than one approved authorize, capture or void for one payment (books or fresh calls)',
+  capture_and_void:
+    'hold: one hold both captured and voided (a capture after a void, or the reverse)',
+  settled_hold_not_captured:
+    'hold: a manual payment is settled but its hold is not captured at amount_captured',
+  canceled_hold_not_voided: 'hold: a manual payment is canceled but its hold is not voided',
+  failed_hold_still_held:
+    'hold: a manual payment failed (capture declined) but its hold is still held (it must be voided)',
+  authorized_without_hold:
+    'hold: a payment requires_capture but the acquirer holds no authorization',
+  missing_hold_job:
+    'I7: a payment requires_capture without a hold job: nothing will capture, cancel or expire it',
+  authorization_unresolved:
+    'I7: an authorization neither captured nor canceled after capture_before + the grace period (the expiry never voided it)',
+  hold_dead_letter_missing:
+    'I7: a hold job is dead but its payment.authorized is not on the dead-letter topic',
+  hold_event_missing:
+    'hold: an authorized payment without payment.authorized, or a canceled one without payment.canceled, on the topic',
   // Webhooks (verify-webhooks.ts, issue 27)
   webhook_event_missing:
     'webhook: a settled or failed payment, or a refund outcome, of a merchant that had an endpoint before it began, has no stored webhook event',
