@@ -55,6 +55,8 @@ afterAll(async () => {
 const WRITES: Record<string, { body?: unknown; idempotencyKey?: boolean }> = {
   createPayment: { body: { amount: 500, currency: 'EUR' }, idempotencyKey: true },
   createRefund: { body: { amount: 100 }, idempotencyKey: true },
+  capturePayment: { body: {}, idempotencyKey: true },
+  cancelPayment: { body: {}, idempotencyKey: true },
   createWebhookEndpoint: {
     body: { url: 'http://127.0.0.1:9/other', enabled_events: ['*'] },
     idempotencyKey: true,

@@ -163,7 +163,7 @@ describe('merchant:key and merchant:tier commands', () => {
     const key = JSON.parse(created.stdout) as { api_key: string; prefix: string; scopes: unknown };
     expect(key.api_key).toMatch(/^rk_[A-Za-z0-9_-]{43}$/);
     expect(key.prefix).toBe(key.api_key.slice(0, 7));
-    expect(key.scopes).toEqual(['payments:read', 'refunds:read', 'webhooks:read']);
+    expect(key.scopes).toEqual(['payments:read', 'refunds:read', 'webhooks:read', 'events:read']);
     const holder = await createAuthenticator(db.login('api'), 0, 0).authenticate(key.api_key);
     expect(holder?.id).toBe(merchant);
 
@@ -175,9 +175,13 @@ describe('merchant:key and merchant:tier commands', () => {
       '--scopes',
       'refunds:write',
     ]);
-    expect(JSON.parse(support.stdout)).toMatchObject({
-      scopes: ['payments:read', 'refunds:read', 'refunds:write', 'webhooks:read'],
-    });
+    expect((JSON.parse(support.stdout) as { scopes: string[] }).scopes.slice().sort()).toEqual([
+      'events:read',
+      'payments:read',
+      'refunds:read',
+      'refunds:write',
+      'webhooks:read',
+    ]);
     const listed = await cli('merchant-key', ['list', '--merchant', merchant]);
     expect(listed.stdout.trimEnd().split('\n')).toHaveLength(2);
 
