@@ -45,7 +45,11 @@ export const ERRORS = {
   },
   payment_not_capturable: {
     status: 422,
-    title: 'The payment has no authorization to capture or cancel (409 while it is pending)',
+    title: 'The payment has no authorization to capture or cancel',
+  },
+  payment_authorization_pending: {
+    status: 409,
+    title: 'The payment is still being authorized',
   },
   webhook_url_not_allowed: {
     status: 422,

@@ -36,18 +36,21 @@ export class AmountExceedsAuthorization extends DomainError {
   }
 }
 
-/** No authorization to act on: failed (422), or still being authorized (409). */
+/** No authorization to act on: the payment failed (422). */
 export class PaymentNotCapturable extends DomainError {
   readonly code = 'payment_not_capturable';
 
   constructor(status: string) {
-    const pending = status === 'pending' || status === 'processing';
-    super(
-      pending
-        ? 'The payment is still being authorized; retry once it is requires_capture.'
-        : `The payment is ${status}; it has no authorization to capture or cancel.`,
-      { stillInProgress: pending },
-    );
+    super(`The payment is ${status}; it has no authorization to capture or cancel.`);
+  }
+}
+
+/** Still being authorized (409: retry once it is requires_capture); a code of its own. */
+export class PaymentAuthorizationPending extends DomainError {
+  readonly code = 'payment_authorization_pending';
+
+  constructor() {
+    super('The payment is still being authorized; retry once it is requires_capture.');
   }
 }
 

@@ -6,6 +6,7 @@ import {
   CaptureMethodAutomatic,
   PaymentAlreadyCanceled,
   PaymentAlreadyCaptured,
+  PaymentAuthorizationPending,
   PaymentNotCapturable,
   PaymentNotFound,
 } from './payment-hold-errors.js';
@@ -80,6 +81,9 @@ function refusal(payment: LockedPayment, decision: HoldDecision): Error | null {
   if (payment.capture_method !== 'manual') return new CaptureMethodAutomatic();
   if (payment.status === 'canceled') return new PaymentAlreadyCanceled();
   if (payment.status === 'settled') return new PaymentAlreadyCaptured();
+  if (payment.status === 'pending' || payment.status === 'processing') {
+    return new PaymentAuthorizationPending();
+  }
   if (payment.status !== 'requires_capture') return new PaymentNotCapturable(payment.status);
   // A decision taken already (the winner of a race, or an earlier request with another key).
   if (payment.decided === 'capture') return new PaymentAlreadyCaptured();

@@ -216,7 +216,7 @@ describe('manual capture', () => {
       paymentId: pending.json.id as string,
       action: 'cancel',
     });
-    expect([early.status, early.json.code]).toEqual([409, 'payment_not_capturable']);
+    expect([early.status, early.json.code]).toEqual([409, 'payment_authorization_pending']);
 
     const { id } = await manualPayment(api, db, harness, twoPhase, { apiKey });
     const over = await postHold(api, {

@@ -26,6 +26,7 @@ const COMMON_PROBLEMS = [
   'payment_already_canceled',
   'payment_already_captured',
   'payment_not_capturable',
+  'payment_authorization_pending',
 ] as const;
 
 function holdOperation(
@@ -38,8 +39,9 @@ function holdOperation(
     operationId,
     description,
     parameters: [paymentIdParameter, idempotencyKeyHeader],
+    // Required: the API reads a JSON body (`{}` for none), as on every POST (415 without one).
     requestBody: {
-      required: false,
+      required: true,
       content: { 'application/json': { schema: ref(request) } },
     },
     responses: {
@@ -58,7 +60,8 @@ export function capturePaymentOperation(): JsonObject {
     'Captures a manual payment in requires_capture: all of it, or `amount_to_capture` (the rest of ' +
       'the hold is released). Once per payment. A capture and a cancel racing: exactly one wins, the ' +
       "other gets the winner's code (payment_already_captured or payment_already_canceled). " +
-      'payment_not_capturable is 409 while the payment is still being authorized, 422 once failed. ' +
+      'payment_authorization_pending (409) while the payment is still being authorized, ' +
+      'payment_not_capturable (422) once it failed. ' +
       'The payment becomes settled (amount_captured) with payment.settled; a capture the issuer ' +
       'declines voids the hold and fails the payment (capture_declined).',
     'CapturePaymentRequest',

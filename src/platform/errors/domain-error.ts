@@ -14,6 +14,7 @@ export type DomainErrorCode =
   | 'payment_already_captured'
   | 'amount_exceeds_authorization'
   | 'payment_not_capturable'
+  | 'payment_authorization_pending'
   | 'unauthorized'
   | 'insufficient_scope'
   | 'rate_limited';
