@@ -1,3 +1,5 @@
+// First: it replaces a kafkajs module before kafkajs loads (kafkajs-read-committed.ts).
+import '../../src/platform/kafka/kafkajs-read-committed.js';
 import { randomBytes } from 'node:crypto';
 import kafkajs from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

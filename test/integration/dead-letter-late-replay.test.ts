@@ -1,3 +1,5 @@
+// First: it replaces a kafkajs module before kafkajs loads (kafkajs-read-committed.ts).
+import '../../src/platform/kafka/kafkajs-read-committed.js';
 import { ConfigResourceTypes } from 'kafkajs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {

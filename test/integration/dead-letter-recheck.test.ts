@@ -11,6 +11,9 @@ import {
 import { createLogger } from '../../src/platform/telemetry/logger.js';
 import {
   claimUnpublished,
+  markInDoubt,
+  markPublished,
+  markUnsent,
   storeDeadLetter,
 } from '../../src/jobs/dead-letters/dead-letter-store.js';
 import {
@@ -134,4 +137,29 @@ describe('dead letters claimed again', () => {
     expect(await publisher().publishDue()).toBe(1);
     expect((await readTopic(kafka, admin, topic)).map((m) => m.key)).toEqual([letter.key]);
   }, 60_000);
+
+  it('when a claim outlived its lease and another process claimed the rows, then the first claim’s marks change nothing', async () => {
+    const topic = uniqueTopic('dlq-recheck');
+    const letter = await storeLetter(topic, `outlived-${uniqueSuffix()}`);
+    const mine = (claims: Awaited<ReturnType<typeof claimUnpublished>>) =>
+      claims.filter((claim) => claim.record.key === letter.key);
+    const first = mine(await claimUnpublished(db.pool, 100, 1));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const second = mine(await claimUnpublished(db.pool, 100, 60_000));
+    expect(second).toMatchObject([{ unreleased: true }]);
+
+    // The first claim's send failed, or was in doubt, or went through: it learns it too late.
+    await markUnsent(db.pool, first, new Error('late'), 0);
+    await markInDoubt(db.pool, first, new Error('late'));
+    await markPublished(db.pool, first);
+    expect(await rowOf(letter.key)).toMatchObject({ published: false, leased: true });
+    const { rows } = await db.pool.query<{ last_error: string | null; due: boolean }>(
+      `SELECT last_error, next_attempt_at <= now() AS due FROM dead_letters WHERE dedup_key = $1`,
+      [letter.key],
+    );
+    expect(rows[0]).toEqual({ last_error: null, due: true });
+
+    await markPublished(db.pool, second);
+    expect(await rowOf(letter.key)).toMatchObject({ published: true, leased: false });
+  });
 });

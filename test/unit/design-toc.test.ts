@@ -124,6 +124,7 @@ describe('DESIGN.md as a map', () => {
       'XIII',
       'XIV',
       'XV',
+      'XVI',
     ];
     const parts = [...DESIGN.matchAll(/^## Part ([IVX]+)\. /gm)].map((m) => m[1]);
     expect(parts.length).toBeGreaterThan(0);

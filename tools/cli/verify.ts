@@ -72,7 +72,18 @@ async function main(): Promise<number> {
 
   const config = loadConfig();
   const logger = createLogger({ ...config, LOG_LEVEL: 'warn' });
-  const pool = createPool({ ...config, DATABASE_POOL_MAX: 2 }, logger, 'verify');
+  // An audit reads every payment, event and delivery of the run: a statement may take longer
+  // than a request's bound on a busy database (CI's HA chaos run: 10 s), but not forever.
+  const pool = createPool(
+    {
+      ...config,
+      DATABASE_POOL_MAX: 2,
+      DATABASE_STATEMENT_TIMEOUT_MS: Math.max(config.DATABASE_STATEMENT_TIMEOUT_MS, 120_000),
+      DATABASE_QUERY_TIMEOUT_MS: Math.max(config.DATABASE_QUERY_TIMEOUT_MS, 130_000),
+    },
+    logger,
+    'verify',
+  );
   const kafka = values['no-kafka'] ? null : createKafka(config, logger);
   const admin = kafka?.admin() ?? null;
   try {

@@ -110,7 +110,7 @@ export function createDeadLetterPublisher(deps: DeadLetterPublisherDeps): DeadLe
             { err: error, dead_letters: ids.length },
             'dead-letter commit unanswered and not settled; the letters stay leased and are looked for on the topic before they are sent again',
           );
-          await markInDoubt(deps.pool, ids, error);
+          await markInDoubt(deps.pool, letters, error);
           throw error;
         }
         const delayMs = deps.retryDelayMs(failures);
@@ -118,11 +118,11 @@ export function createDeadLetterPublisher(deps: DeadLetterPublisherDeps): DeadLe
           { err: error, dead_letters: ids.length, retry_in_ms: delayMs },
           'dead-letter publish failed; kept in the database and sent again later',
         );
-        await markUnsent(deps.pool, ids, error, delayMs);
+        await markUnsent(deps.pool, letters, error, delayMs);
         throw error;
       }
       failures = 0;
-      await markPublished(deps.pool, ids);
+      await markPublished(deps.pool, letters);
       sent += ids.length;
       if (letters.length < batchSize) return sent;
     }

@@ -52,7 +52,16 @@ export interface ClaimedLetter {
    * database answer after the send, a commit left in doubt): its letter may be on the topic.
    */
   unreleased: boolean;
+  /**
+   * The claim's lease end as the database wrote it: the marks below change the row only while it
+   * is still this claim's (a process whose lease ran out, and whose rows another claimed, changes
+   * nothing).
+   */
+  lease: string;
 }
+
+/** The rows a mark is for: each with the lease its claim wrote. */
+export type LetterClaims = readonly Pick<ClaimedLetter, 'id' | 'lease'>[];
 
 /** Unpublished letters, oldest first, leased for `leaseMs` (several settlement processes). */
 export async function claimUnpublished(
@@ -67,6 +76,7 @@ export async function claimUnpublished(
     message_value: Buffer;
     headers: string;
     unreleased: boolean;
+    lease: string;
   }>({
     name: 'dead-letters.claim',
     text: `UPDATE dead_letters d
@@ -79,7 +89,7 @@ export async function claimUnpublished(
                     FOR UPDATE SKIP LOCKED) due
             WHERE d.id = due.id
         RETURNING d.id, d.topic, d.message_key, d.message_value, d.headers,
-                  due.previous_lease IS NOT NULL AS unreleased`,
+                  due.previous_lease IS NOT NULL AS unreleased, d.locked_until::text AS lease`,
     values: [limit, leaseMs],
   });
   return rows
@@ -92,33 +102,45 @@ export async function claimUnpublished(
         headers: JSON.parse(row.headers) as Record<string, string>,
       },
       unreleased: row.unreleased,
+      lease: row.lease,
     }))
     .sort((a, b) => Number(BigInt(a.id) - BigInt(b.id)));
 }
 
-export async function markPublished(db: Queryable, ids: readonly string[]): Promise<void> {
+/** The rows of `claims` still held by those claims: `c` joined on id and lease. */
+const STILL_CLAIMED = `FROM unnest($1::bigint[], $2::timestamptz[]) AS c(id, lease)
+            WHERE d.id = c.id AND d.locked_until = c.lease`;
+
+function claimValues(claims: LetterClaims): [string[], string[]] {
+  return [claims.map((claim) => claim.id), claims.map((claim) => claim.lease)];
+}
+
+/** Marks claimed letters published; a row another claim took since is left alone. */
+export async function markPublished(db: Queryable, claims: LetterClaims): Promise<void> {
   await db.query({
     name: 'dead-letters.published',
-    text: `UPDATE dead_letters SET published_at = now(), locked_until = NULL, last_error = NULL
-            WHERE id = ANY($1::bigint[])`,
-    values: [ids],
+    text: `UPDATE dead_letters d
+              SET published_at = now(), locked_until = NULL, last_error = NULL
+           ${STILL_CLAIMED}`,
+    values: claimValues(claims),
   });
 }
 
+/** Releases claimed letters whose send failed before any commit, to be sent after `delayMs`. */
 export async function markUnsent(
   db: Queryable,
-  ids: readonly string[],
+  claims: LetterClaims,
   error: unknown,
   delayMs: number,
 ): Promise<void> {
   await db.query({
     name: 'dead-letters.unsent',
-    text: `UPDATE dead_letters
-              SET locked_until = NULL, last_error = $2,
-                  next_attempt_at = now() + make_interval(secs => $3::double precision / 1000)
-            WHERE id = ANY($1::bigint[])`,
+    text: `UPDATE dead_letters d
+              SET locked_until = NULL, last_error = $3,
+                  next_attempt_at = now() + make_interval(secs => $4::double precision / 1000)
+           ${STILL_CLAIMED}`,
     values: [
-      ids,
+      ...claimValues(claims),
       (error instanceof Error ? error.message : String(error)).slice(0, 1_000),
       delayMs,
     ],
@@ -132,14 +154,17 @@ export async function markUnsent(
  */
 export async function markInDoubt(
   db: Queryable,
-  ids: readonly string[],
+  claims: LetterClaims,
   error: unknown,
 ): Promise<void> {
   await db.query({
     name: 'dead-letters.in-doubt',
-    text: `UPDATE dead_letters SET last_error = $2, next_attempt_at = locked_until
-            WHERE id = ANY($1::bigint[])`,
-    values: [ids, (error instanceof Error ? error.message : String(error)).slice(0, 1_000)],
+    text: `UPDATE dead_letters d SET last_error = $3, next_attempt_at = d.locked_until
+           ${STILL_CLAIMED}`,
+    values: [
+      ...claimValues(claims),
+      (error instanceof Error ? error.message : String(error)).slice(0, 1_000),
+    ],
   });
 }
 

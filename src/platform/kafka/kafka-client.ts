@@ -1,3 +1,5 @@
+// First: it replaces a kafkajs module before kafkajs loads (kafkajs-read-committed.ts).
+import { assertReadCommittedFilter } from './kafkajs-read-committed.js';
 import {
   Kafka,
   logLevel as KafkaLogLevel,
@@ -33,6 +35,7 @@ export function createKafka(
   logger: Logger,
   options: KafkaClientOptions = {},
 ): KafkaClient {
+  assertReadCommittedFilter();
   const kafkaLogger = logger.child({ component: 'kafkajs' });
   const outage = createOutageLog(
     'kafka',

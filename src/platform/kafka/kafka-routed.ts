@@ -1,3 +1,5 @@
+// First: it replaces a kafkajs module before kafkajs loads (kafkajs-read-committed.ts).
+import './kafkajs-read-committed.js';
 import { Partitioners, type ICustomPartitioner, type Message, type RecordMetadata } from 'kafkajs';
 
 /**

@@ -1,3 +1,5 @@
+// First: it replaces a kafkajs module before kafkajs loads (kafkajs-read-committed.ts).
+import './kafkajs-read-committed.js';
 import kafkajs, { type Admin } from 'kafkajs';
 import type { Config } from '../config/config.js';
 import type { Logger } from '../telemetry/logger.js';
