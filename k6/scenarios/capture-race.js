@@ -9,9 +9,15 @@
 // decision is taken once (one non-replayed 202); the payment ends settled with the winner's
 // amount_captured, or canceled with its cancellation_reason. Needs the settlement role running.
 //
+// EXPIRE_EVERY=K (0: none) leaves every K-th authorization alone, for its window to expire (the
+// chaos run's settlement has a short one; verify judges the void and the cancel). A race that
+// finds its payment already expired (every key refused payment_already_canceled, the payment
+// canceled `expired`) is counted, not broken.
+//
 // Settings: BASE_URL or BASE_URLS (the copies spread over the instances, retries go to the next),
 // API_KEYS (required), RUN_ID, PAYMENTS (10), CAPTURES (5), CANCELS (5), COPIES (3), VUS (2),
-// MAX_DURATION (10m), SETTLE_WAIT_S (30), MAX_ATTEMPTS (10), P95_MS (500), P99_MS (2500).
+// EXPIRE_EVERY (0), MAX_DURATION (10m), SETTLE_WAIT_S (30), MAX_ATTEMPTS (10), P95_MS (500),
+// P99_MS (2500).
 import {
   acceptedOf,
   awaitPayment,
@@ -52,6 +58,8 @@ const CAPTURE_RACE_OUTCOMES = [
   'capture_race_capture_wins',
   'capture_race_cancel_wins',
   'capture_race_refusals',
+  'capture_race_left_to_expire',
+  'capture_race_expired_first',
 ];
 
 const REASONS = ['requested_by_customer', 'duplicate', 'fraudulent', 'abandoned'];
@@ -122,7 +130,8 @@ export function raceBroken(
   const answersOf = (/** @type {number} */ k) => finals.slice(k * copies, (k + 1) * copies);
   const winners = keys.filter((_, k) => answersOf(k).some((answer) => answer.status === 202));
   keys.forEach((_, k) => {
-    const answers = answersOf(k);
+    // Answers no retry resolved (5xx, none) are the careful client's (unresolved_requests).
+    const answers = answersOf(k).filter((answer) => answer.status !== 0 && answer.status < 500);
     const statuses = new Set(answers.map((answer) => answer.status));
     if (statuses.size !== 1 || new Set(answers.map((answer) => answer.body)).size !== 1)
       broken.push({ name: 'capture_race_replay_mismatch' });
@@ -167,7 +176,24 @@ export function endedAsDecided(
     : payment.status === 'canceled' && payment.cancellation_reason === winner.reason;
 }
 
-/** @typedef {import('./shape.js').PaymentStormSettings & { captures: number, cancels: number }} CaptureRaceSettings */
+/** Whether a race without a winner met a payment its window had already canceled. */
+export function expiredFirst(
+  /** @type {readonly Answer[]} */ finals,
+  /** @type {Record<string, unknown> | null} */ payment,
+) {
+  return (
+    payment?.status === 'canceled' &&
+    payment.cancellation_reason === 'expired' &&
+    finals.every(
+      (answer) =>
+        answer.status === 0 ||
+        answer.status >= 500 ||
+        (answer.status === 422 && codeOf(answer) === 'payment_already_canceled'),
+    )
+  );
+}
+
+/** @typedef {import('./shape.js').PaymentStormSettings & { captures: number, cancels: number, expireEvery: number }} CaptureRaceSettings */
 
 /** @type {import('./shape.js').Scenario<CaptureRaceSettings, {}>} */
 export const captureRace = {
@@ -179,6 +205,7 @@ export const captureRace = {
     ...paymentStormSettings(env, { payments: 10, copies: 3, vus: 2, p95: 500, p99: 2500 }),
     captures: Math.max(1, intSetting(env, 'CAPTURES', 5)),
     cancels: Math.max(1, intSetting(env, 'CANCELS', 5)),
+    expireEvery: Math.max(0, intSetting(env, 'EXPIRE_EVERY', 0)),
   }),
   executor: (s) => perKey(s.payments, s.vus, s.maxDuration),
   batch: (s) => (s.captures + s.cancels) * s.copies,
@@ -216,6 +243,11 @@ export const captureRace = {
       tally.add('capture_race_not_authorized');
       return;
     }
+    if (settings.expireEvery > 0 && n % settings.expireEvery === settings.expireEvery - 1) {
+      tally.add('capture_race_left_to_expire');
+      tally.add('capture_race_payments');
+      return;
+    }
     // Rotated by n, so the key sent first (often the winner) is a capture or a cancel by turns.
     const planned = raceKeys(key, amount, settings);
     const turn = n % planned.length;
@@ -227,6 +259,22 @@ export const captureRace = {
     );
     const finals = yield* send(requests, tally, settings.maxAttempts);
     const { broken, winner, refusals } = raceBroken(finals, keys, settings.copies);
+    if (!winner && broken.some(({ name }) => name === 'capture_race_no_winner')) {
+      // The expiry's decision refuses the race at once; the payment is canceled after the void.
+      const read = yield* awaitPayment(
+        apiKey,
+        id,
+        (payment) => payment.status !== 'requires_capture',
+        settings.settleWaitSeconds,
+      );
+      if (expiredFirst(finals, read)) {
+        tally.add('capture_race_expired_first');
+        broken.splice(
+          broken.findIndex(({ name }) => name === 'capture_race_no_winner'),
+          1,
+        );
+      }
+    }
     for (const { name, tags } of broken) tally.add(name, 1, tags);
     tally.add('capture_race_refusals', refusals);
     if (winner) {

@@ -1,4 +1,10 @@
-import { claimJobs, ownedJobsCte, type ClaimJoin } from '../jobs/job-store.js';
+import {
+  claimJobs,
+  ownedJobsCte,
+  reviveDeadJobs,
+  type ClaimJoin,
+  type Revival,
+} from '../jobs/job-store.js';
 import { HOLD_JOBS, type ClaimedJob, type JobLease } from '../jobs/job-table.js';
 import type { CompletionOutcome } from '../jobs/job-worker.js';
 import { insertOutboxEvents } from '../outbox/outbox-writer.js';
@@ -135,4 +141,16 @@ export async function completeHold(
     );
     return 'completed';
   });
+}
+
+/**
+ * Revives the dead hold jobs of replayed `payment.authorized` copies (a hold job's dead letter
+ * put back by dlq:replay with a replay token): the payment ids revived. The job asks the
+ * acquirer's books first (needs_inquiry), then carries out the payment's decision.
+ */
+export async function reviveHoldJobs(
+  db: Queryable,
+  revivals: readonly Revival[],
+): Promise<ReadonlySet<string>> {
+  return new Set((await reviveDeadJobs(db, HOLD_JOBS, revivals)).keys());
 }

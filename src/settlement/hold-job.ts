@@ -145,7 +145,7 @@ export async function inquireHoldJob(
 /**
  * An exhausted hold job's dead letter: the payment's `payment.authorized` CloudEvent, keyed by
  * the payment id. The payment stays requires_capture with its decision; the letter names the job
- * (kind `hold`) for the operator (dlq:replay does not revive hold jobs yet).
+ * (kind `hold`); dlq:replay puts it back with a token, and settlement's consumer revives the job.
  */
 export function holdLetter(job: HoldJob, paymentsTopic: string): JobLetter {
   const eventId = paymentEventId(job.id, 'payment.authorized');

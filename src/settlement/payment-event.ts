@@ -48,9 +48,10 @@ export type ParsedEvent =
   /**
    * A known type settlement does not act on (its own results): skipped, not an error. A
    * `refund.created` names its refund (`refundId`): dlq:replay's copy of one revives the dead
-   * refund job.
+   * refund job; a `payment.authorized` names its payment (`heldPaymentId`): dlq:replay's copy of
+   * a dead hold job's letter revives that job.
    */
-  | { kind: 'ignored'; eventId: string; type: string; refundId?: string }
+  | { kind: 'ignored'; eventId: string; type: string; refundId?: string; heldPaymentId?: string }
   /**
    * Unparseable, invalid, or an unknown type: straight to the dead-letter queue, with the
    * envelope's id when it could be read (so `dlq:replay` can put it back once settlement
@@ -91,6 +92,9 @@ export function parsePaymentEvent(
     return refund.success
       ? { kind: 'ignored', eventId: id, type, refundId: refund.data.id }
       : { kind: 'ignored', eventId: id, type };
+  }
+  if (type === 'payment.authorized') {
+    return { kind: 'ignored', eventId: id, type, heldPaymentId: subject };
   }
   if (type !== 'payment.created') return { kind: 'ignored', eventId: id, type };
   // Only what settlement acts on is held to its version: the types it skips stay skipped.

@@ -31,6 +31,8 @@ interface HandlerDeps {
    * root passes refunds' (src/refunds/refund-revival.ts); without it such copies are ignored.
    */
   reviveRefunds?: (revivals: readonly Revival[]) => Promise<ReadonlySet<string>>;
+  /** Likewise for a replayed `payment.authorized` (a dead hold job's letter): the payments revived. */
+  reviveHolds?: (revivals: readonly Revival[]) => Promise<ReadonlySet<string>>;
   /** The newest event data major it reads (READABLE_DATA_MAJOR unless given: tests' upgrade). */
   readableDataMajor?: number;
 }
@@ -55,12 +57,25 @@ interface Poison {
  * dead letters failed is redelivered whole, and dedup (processed events, the letters' dedup key)
  * makes the redelivery record everything once.
  */
+async function revive(
+  outcomes: HandleOutcome[],
+  revivals: readonly { index: number; revival: Revival }[],
+  reviveJobs: ((revivals: readonly Revival[]) => Promise<ReadonlySet<string>>) | undefined,
+): Promise<void> {
+  if (reviveJobs === undefined || revivals.length === 0) return;
+  const revived = await reviveJobs(revivals.map(({ revival }) => revival));
+  for (const { index, revival } of revivals) {
+    if (revived.has(revival.id)) outcomes[index] = 'revived';
+  }
+}
+
 export function createSettlementHandler(deps: HandlerDeps) {
   const handleBatch = async function handleBatch(batch: ConsumedBatch): Promise<HandleOutcome[]> {
     const outcomes: HandleOutcome[] = [];
     const created: { index: number; event: CreatedEvent }[] = [];
     const poison: Poison[] = [];
     const refundRevivals: { index: number; revival: Revival }[] = [];
+    const holdRevivals: { index: number; revival: Revival }[] = [];
     for (const record of batch.records) {
       const source = toSource(record);
       const event = parsePaymentEvent(record.value, deps.readableDataMajor);
@@ -80,6 +95,12 @@ export function createSettlementHandler(deps: HandlerDeps) {
             revival: { id: event.refundId, token },
           });
         }
+        if (event.heldPaymentId !== undefined && token !== undefined) {
+          holdRevivals.push({
+            index: outcomes.length,
+            revival: { id: event.heldPaymentId, token },
+          });
+        }
         outcomes.push('ignored');
       } else {
         created.push({
@@ -95,14 +116,9 @@ export function createSettlementHandler(deps: HandlerDeps) {
       }
     }
     const recorded = await recordAndClaim(created.map(({ event }) => event));
-    // A replayed dead refund: its job is pending again, and the refund worker's next poll takes it.
-    const revivedRefunds =
-      deps.reviveRefunds === undefined || refundRevivals.length === 0
-        ? new Set<string>()
-        : await deps.reviveRefunds(refundRevivals.map(({ revival }) => revival));
-    for (const { index, revival } of refundRevivals) {
-      if (revivedRefunds.has(revival.id)) outcomes[index] = 'revived';
-    }
+    // A replayed dead refund or hold job: pending again, and its worker's next poll takes it.
+    await revive(outcomes, refundRevivals, deps.reviveRefunds);
+    await revive(outcomes, holdRevivals, deps.reviveHolds);
     created.forEach(({ index, event }, i) => {
       const outcome = recorded.outcomes[i] ?? 'duplicate';
       if (outcome === 'unknown_payment') {

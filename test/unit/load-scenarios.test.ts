@@ -11,6 +11,7 @@ import {
 import {
   endedAsDecided,
   raceBroken,
+  expiredFirst,
   raceKeys,
   type RaceKey,
 } from '../../k6/scenarios/capture-race.js';
@@ -288,6 +289,21 @@ describe('the invariants each scenario judges', () => {
     ).toBe(true);
     expect(endedAsDecided({ status: 'settled', amount_captured: 1000 }, cancel)).toBe(false);
     expect(endedAsDecided(null, capture)).toBe(false);
+    // An answer no retry resolved is the client's count, not a replay that differs.
+    expect(
+      names(
+        raceBroken([won(false), answer(503), captured, captured, captured, captured], keys, 2)
+          .broken,
+      ),
+    ).toEqual([]);
+    // A race its payment's window beat: every key refused payment_already_canceled.
+    const expired = { status: 'canceled', cancellation_reason: 'expired' };
+    expect(expiredFirst([canceled, canceled, answer(0)], expired)).toBe(true);
+    expect(expiredFirst([canceled, captured], expired)).toBe(false);
+    expect(expiredFirst([canceled], { status: 'canceled', cancellation_reason: 'duplicate' })).toBe(
+      false,
+    );
+    expect(expiredFirst([canceled], { status: 'requires_capture' })).toBe(false);
   });
 
   it("mix: the sources' weights and the follow-ups' shares are the ones the header states", () => {

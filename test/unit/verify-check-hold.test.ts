@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { paymentEventId } from '../../src/payments/payment-event-id.js';
-import { checkHold } from '../../tools/verify/check-hold.js';
+import { checkHold, EXPIRY_ALLOWANCE_SECONDS } from '../../tools/verify/check-hold.js';
 import type { HoldFacts } from '../../tools/verify/load-hold-facts.js';
 import type { PaymentFacts } from '../../tools/verify/load-payment-facts.js';
 
@@ -68,8 +68,8 @@ describe('checkHold', () => {
     expect(codes(missing)).toContain('hold_dead_letter_missing');
   });
 
-  it('when the window passed, then it is in flight within the grace period and unresolved after it', () => {
-    const past = { ...authorized, pastCaptureBeforeSeconds: 30 };
+  it('when the window passed, then it is in flight within the grace period and the expiry job’s allowance, and unresolved after them', () => {
+    const past = { ...authorized, pastCaptureBeforeSeconds: 30 + EXPIRY_ALLOWANCE_SECONDS };
     expect(checkHold(payment('requires_capture'), past, null, 60)).toMatchObject({
       violations: [],
       inFlight: true,
@@ -77,6 +77,12 @@ describe('checkHold', () => {
     expect(codes(checkHold(payment('requires_capture'), past, null, 10))).toEqual([
       'authorization_unresolved',
     ]);
+    // With no grace at all (a checkpoint), a window just over is the expiry job's to finish.
+    const justOver = { ...authorized, pastCaptureBeforeSeconds: 2 };
+    expect(checkHold(payment('requires_capture'), justOver, null, 0)).toMatchObject({
+      violations: [],
+      inFlight: true,
+    });
   });
 
   it('when a settled payment captured 600 of 1000, then 600 refunded passes and 601 does not', () => {

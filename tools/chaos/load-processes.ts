@@ -18,7 +18,7 @@ const CLIENT_MAX_ATTEMPTS = 40;
  */
 const CAP_MARGIN_SECONDS = 900;
 
-export type LoadScenario = 'storm' | 'mix' | 'refund-storm';
+export type LoadScenario = 'storm' | 'mix' | 'refund-storm' | 'capture-race';
 
 export interface LoadProcess {
   /** k6/scenarios/<scenario>.js, run by the project's driver (tools/cli/load.ts). */
@@ -39,8 +39,8 @@ export interface RunningLoad {
 
 /**
  * Starts the chaos run's load, each scenario in a driver process of its own: the duplicate
- * storm (each key's copies spread over the APIs), the mix with the simulator's failure tokens
- * and the refund storm. They run until `stopLoads` (SIGINT).
+ * storm (each key's copies spread over the APIs), the mix with the simulator's failure tokens,
+ * the refund storm and the capture race. They run until `stopLoads` (SIGINT).
  */
 export function startChaosLoad(input: {
   root: string;
@@ -93,6 +93,19 @@ export function startChaosLoad(input: {
       OVERSHOOT: '2',
       COPIES: '2',
       SETTLE_WAIT_S: '60',
+      MAX_DURATION: `${capSeconds}s`,
+    }),
+    start('capture-race', {
+      // Manual payments (issue 40), one at a time: each authorized, then 2 captures and 2
+      // cancels racing, every key sent twice to two APIs; every 4th is left for its window
+      // (CHAOS_AUTHORIZATION_WINDOW_SECONDS) to expire. verify judges the holds' books.
+      PAYMENTS: '1000000',
+      VUS: '1',
+      CAPTURES: '2',
+      CANCELS: '2',
+      COPIES: '2',
+      EXPIRE_EVERY: '4',
+      SETTLE_WAIT_S: '120',
       MAX_DURATION: `${capSeconds}s`,
     }),
   ];

@@ -72,6 +72,7 @@ export function unresolvedRequests(results: readonly LoadResult[]): number {
 const STRICT_COUNTERS = [
   /^storm_(id_mismatch|body_mismatch|created_twice|unexpected_status|keys_without_payment)$/,
   /^refund_(sum_exceeded|accepted_too_many|id_mismatch|body_mismatch|created_twice)$/,
+  /^capture_race_(two_winners|decided_twice|replay_mismatch|wrong_refusal|wrong_final)$/,
 ];
 
 /**

@@ -18,6 +18,12 @@ export const RELAY_PAUSE_SECONDS = Math.ceil(RELAY_LEASE_MS / 1000) + 3;
  */
 const SETTLEMENT_KAFKA_REQUEST_TIMEOUT_MS = 3_000;
 
+/**
+ * A manual payment's window in a run: the capture race's payments left alone expire (voided,
+ * canceled `expired`) within it, while a race that began at the authorization is long over.
+ */
+export const CHAOS_AUTHORIZATION_WINDOW_SECONDS = 60;
+
 /** REFUND_MAX_ATTEMPTS as the run's settlement processes read it (they inherit this env). */
 export function refundMaxAttempts(): number {
   const value = Number(process.env.REFUND_MAX_ATTEMPTS ?? '5');
@@ -42,5 +48,6 @@ export function roleSettings(role: Role, acquirerUrl: string): Record<string, st
     REFUND_MAX_ATTEMPTS: String(refundMaxAttempts()),
     SETTLEMENT_BACKOFF_CAP_MS: '30000',
     REFUND_BACKOFF_CAP_MS: '30000',
+    AUTHORIZATION_WINDOW_SECONDS: String(CHAOS_AUTHORIZATION_WINDOW_SECONDS),
   };
 }

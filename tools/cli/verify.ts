@@ -12,9 +12,11 @@ import { readReceiptsFiles } from '../webhooks/webhook-receipt.js';
 
 const USAGE = `usage: npm run verify -- [--wait <seconds>] [--grace <seconds>] [--key-prefix <prefix>]
                          [--since <ISO time>] [--until <ISO time>] [--no-kafka] [--json]
-                         [--webhook-receipts <file>[,<file>...]]
+                         [--webhook-receipts <file>[,<file>...]] [--webhook-grace <seconds>]
   --wait        first let the pipeline drain for up to this long (default 0)
   --grace       payments younger than this are not judged on what they lack yet (default 60)
+  --webhook-grace  a webhook delivery younger than this may still be pending, and the drain
+                does not wait for it (default: --grace); a checkpoint while load goes on
   --key-prefix  only payments whose Idempotency-Key starts with this (a load test's run id)
   --since       only payments created at or after this time
   --until       only payments created before this time (a checkpoint while load goes on)
@@ -34,6 +36,7 @@ async function main(): Promise<number> {
     options: {
       wait: { type: 'string', default: '0' },
       grace: { type: 'string', default: '60' },
+      'webhook-grace': { type: 'string' },
       'key-prefix': { type: 'string' },
       since: { type: 'string' },
       until: { type: 'string' },
@@ -50,6 +53,10 @@ async function main(): Promise<number> {
   }
   const wait = seconds('--wait', values.wait);
   const graceSeconds = seconds('--grace', values.grace);
+  const webhookGraceSeconds =
+    values['webhook-grace'] === undefined
+      ? graceSeconds
+      : seconds('--webhook-grace', values['webhook-grace']);
   const scope: VerifyScope = {};
   if (values['key-prefix'] !== undefined) {
     if (values['key-prefix'] === '') throw new UsageError('--key-prefix must not be empty');
@@ -88,7 +95,7 @@ async function main(): Promise<number> {
   const admin = kafka?.admin() ?? null;
   try {
     if (wait > 0) {
-      const drain = await waitForDrain(pool, scope, wait);
+      const drain = await waitForDrain(pool, scope, wait, webhookGraceSeconds);
       process.stderr.write(
         drain.drained
           ? `verify: pipeline drained after ${drain.waitedSeconds} s\n`
@@ -118,6 +125,7 @@ async function main(): Promise<number> {
           ? { webhookReceipts: () => readReceiptsFiles(receiptPaths) }
           : {}),
         webhookRetentionSeconds: config.WEBHOOK_EVENT_RETENTION_SECONDS,
+        webhookGraceSeconds,
       },
     );
     process.stdout.write(

@@ -4,6 +4,13 @@ import type { HoldFacts } from './load-hold-facts.js';
 import type { PaymentFacts } from './load-payment-facts.js';
 import type { Violation, ViolationCode } from './violation.js';
 
+/**
+ * The expiry is a hold job due at capture_before: it voids and cancels some seconds after it
+ * (the worker's poll, a busy acquirer, a database failover). A payment is judged unresolved once
+ * its window has been over this long beyond the grace.
+ */
+export const EXPIRY_ALLOWANCE_SECONDS = 60;
+
 export interface HoldVerdict {
   violations: Violation[];
   /** Some check was suspended because the payment is within the grace period. */
@@ -92,7 +99,7 @@ export function checkHold(
     }
     const past = hold.pastCaptureBeforeSeconds;
     if (!deadLettered && past !== null) {
-      if (past > graceSeconds)
+      if (past > graceSeconds + EXPIRY_ALLOWANCE_SECONDS)
         flag(
           'authorization_unresolved',
           `requires_capture ${Math.round(past)} s after capture_before (decision ${hold.decision ?? 'none'}, hold job ${hold.holdJobState ?? 'none'})`,

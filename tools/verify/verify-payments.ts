@@ -28,6 +28,8 @@ export interface VerifyOptions extends CheckOptions {
   webhookReceipts?: () => Promise<ReceiptsFile>;
   /** WEBHOOK_EVENT_RETENTION_SECONDS: older results are not expected among stored events. */
   webhookRetentionSeconds?: number;
+  /** A webhook delivery younger than this may still be pending (default: graceSeconds). */
+  webhookGraceSeconds?: number;
 }
 
 export interface VerifyReport {
@@ -174,7 +176,7 @@ export async function verifyPayments(
   violations.push(...refunds.violations);
 
   const webhooks = await verifyWebhooks(deps.db, options.scope, {
-    graceSeconds: options.graceSeconds,
+    graceSeconds: options.webhookGraceSeconds ?? options.graceSeconds,
     retentionSeconds: options.webhookRetentionSeconds ?? 7 * 86_400,
     receipts: options.webhookReceipts ?? null,
   });

@@ -28,6 +28,7 @@ import { registerJobProbes } from '../../jobs/job-metrics.js';
 import { settlementSweeps, startRetentionReaper } from '../../jobs/retention-reaper.js';
 import { createSettlementHandler } from '../../settlement/settlement-handler.js';
 import { reviveRefundJobs } from '../../refunds/refund-revival.js';
+import { reviveHoldJobs } from '../../settlement/hold-job-store.js';
 import { createSettlementWorker, type WorkerDeps } from '../../settlement/settlement-worker.js';
 import { refuseStart } from '../refuse-start.js';
 import type { RunningRole } from '../running-role.js';
@@ -175,6 +176,7 @@ export function startSettlement(
     worker,
     logger,
     reviveRefunds: (revivals) => reviveRefundJobs(pool, revivals),
+    reviveHolds: (revivals) => reviveHoldJobs(pool, revivals),
     ...(options.readableDataMajor === undefined
       ? {}
       : { readableDataMajor: options.readableDataMajor }),
