@@ -52,11 +52,15 @@ const LOCK_SQL = `SELECT ${PAYMENT_RESOURCE_COLUMNS}, p.amount_refunded, d.actio
 
 /**
  * The decision, the key's record (idempotency's part) and the hold job made due now, in one
- * statement; `jobs` 0 means the authorization had no job (a bug: the caller rolls back).
+ * statement; `jobs` 0 means the authorization had no job (a bug: the caller rolls back). No row
+ * when a decision was there first: the caller rolls back and refuses with its code. (The lock
+ * statement's snapshot predates the lock: a decision committed while it waited for the row, by
+ * another request or by the expiry, which does not take the row lock, is not in its join.)
  */
 const DECIDE_SQL = `WITH decision AS (
     INSERT INTO payment_hold_decisions (payment_id, action, amount, cancellation_reason, created_at)
     VALUES ($1, $2, $3, $4, $5::timestamptz)
+    ON CONFLICT (payment_id) DO NOTHING
     RETURNING payment_id
   ), job AS (
     UPDATE hold_jobs SET next_attempt_at = now() WHERE payment_id = $1 RETURNING payment_id
@@ -130,7 +134,8 @@ export async function decideHold(pool: Pool, request: HoldRequest): Promise<Stor
       request.ttlSeconds,
     ]);
     const row = written.rows[0];
-    if (row?.jobs !== 1) throw new Error(`payment ${request.paymentId} has no hold job`);
+    if (!row) throw await decidedFirst(client, request.paymentId);
+    if (row.jobs !== 1) throw new Error(`payment ${request.paymentId} has no hold job`);
     return {
       paymentId: request.paymentId,
       fingerprint: request.fingerprint.toString('hex'),
@@ -139,6 +144,19 @@ export async function decideHold(pool: Pool, request: HoldRequest): Promise<Stor
       expiresAt: row.expires_at,
     };
   });
+}
+
+/** The refusal for a decision that was taken first (read now: a fresh snapshot). */
+async function decidedFirst(db: Queryable, paymentId: string): Promise<Error> {
+  const { rows } = await db.query<{ action: string; cancellation_reason: string | null }>(
+    'SELECT action, cancellation_reason FROM payment_hold_decisions WHERE payment_id = $1',
+    [paymentId],
+  );
+  const first = rows[0];
+  if (first?.action === 'capture') return new PaymentAlreadyCaptured();
+  return first?.cancellation_reason === 'expired'
+    ? new PaymentAlreadyCanceled('The authorization expired; it is being voided.')
+    : new PaymentAlreadyCanceled();
 }
 
 /** A decision as the hold job reads it. */

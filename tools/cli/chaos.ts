@@ -167,7 +167,7 @@ async function main(): Promise<number> {
   loads.push(...startChaosLoad({ root, runDir, runId, apiKeys, apiUrls, options }));
   ha?.startLedger(apiUrls, apiKeys[0] ?? '');
   timeline.note(
-    `load started: storm (${options.stormVus} VUs x ${options.copies} copies over ${apiUrls.length} APIs) and mix (${options.rate}/s with failure tokens)`,
+    `load started: storm (${options.stormVus} VUs x ${options.copies} copies over ${apiUrls.length} APIs) and mix (${options.rate}/s with failure tokens), the refund storm and the capture race (manual payments)`,
   );
 
   const windows: FaultWindow[] = [];

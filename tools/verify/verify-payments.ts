@@ -4,8 +4,13 @@ import { checkDeadLetterReasons, checkDeadLetters } from './check-dead-letters.j
 import { checkPayment, type CheckOptions } from './check-payment.js';
 import { createDeadLetterLog, createEventLog } from './event-log.js';
 import { readDeadLetters } from './read-dead-letters.js';
-import { loadHoldFacts } from './load-hold-facts.js';
-import { existingPayments, loadOrphans, loadPaymentFacts } from './load-payment-facts.js';
+import { loadHoldFacts, type HoldFacts } from './load-hold-facts.js';
+import {
+  existingPayments,
+  loadOrphans,
+  loadPaymentFacts,
+  type PaymentFacts,
+} from './load-payment-facts.js';
 import type { Violation, ViolationCode } from './violation.js';
 import { describeScope, isScoped, type VerifyScope } from './verify-scope.js';
 import { verifyRefunds, type RefundReport } from './verify-refunds.js';
@@ -73,6 +78,47 @@ export interface VerifyReport {
 }
 
 /**
+ * An authorization read as requires_capture whose result (settled, failed, canceled) is on the
+ * topic read after it was decided in between: a capture or cancel, or the expiry, while the
+ * load goes on (a checkpoint), or a window that ended during the read. Its result committed
+ * before its event was published, so reading the facts again shows it; each such payment is
+ * judged on the second read (one still requires_capture then has conflicting events).
+ */
+async function decidedSince(
+  db: Queryable,
+  scope: VerifyScope,
+  read: { facts: PaymentFacts[]; holds: Map<string, HoldFacts> },
+  events: ReturnType<typeof createEventLog>,
+): Promise<{ facts: PaymentFacts[]; holds: Map<string, HoldFacts> }> {
+  const moved = new Set(
+    read.facts
+      .filter((payment) => {
+        const copies = events.payments.get(payment.id);
+        return (
+          payment.status === 'requires_capture' &&
+          copies !== undefined &&
+          copies.settled.length + copies.failed.length + copies.canceled.length > 0
+        );
+      })
+      .map((payment) => payment.id),
+  );
+  if (moved.size === 0) return read;
+  const again = new Map((await loadPaymentFacts(db, scope)).map((p) => [p.id, p]));
+  const holdsAgain = await loadHoldFacts(db, scope);
+  const holds = new Map(read.holds);
+  for (const id of moved) {
+    const hold = holdsAgain.get(id);
+    if (hold) holds.set(id, hold);
+  }
+  return {
+    facts: read.facts.map((payment) =>
+      moved.has(payment.id) ? (again.get(payment.id) ?? payment) : payment,
+    ),
+    holds,
+  };
+}
+
+/**
  * Checks the invariants of BRIEF section 3 after a run (DESIGN.md record 62): the database,
  * the acquirer simulator's books, and the payments and dead-letter topics read from the
  * beginning to their current end. Returns every violation found; an empty list means the run
@@ -86,8 +132,8 @@ export async function verifyPayments(
   options: VerifyOptions,
 ): Promise<VerifyReport> {
   const checkedAt = new Date().toISOString();
-  const facts = await loadPaymentFacts(deps.db, options.scope);
-  const holds = await loadHoldFacts(deps.db, options.scope);
+  let facts = await loadPaymentFacts(deps.db, options.scope);
+  let holds = await loadHoldFacts(deps.db, options.scope);
   const scoped = isScoped(options.scope);
   const orphans = scoped ? null : await loadOrphans(deps.db);
 
@@ -99,6 +145,7 @@ export async function verifyPayments(
       events.add(record);
     });
     deadLetters = await readDeadLetters(deps.db, client, admin, dlqTopic);
+    ({ facts, holds } = await decidedSince(deps.db, options.scope, { facts, holds }, events));
   }
 
   const violations: Violation[] = [];
